@@ -1,0 +1,25 @@
+"""MIG knowledge shared by the checks and the test bed: profiles per GPU model, named configs,
+and the resources the device plugin advertises for them."""
+from gpuconform.mig.catalog import (
+    GPU_MODELS,
+    RESOURCE_GPU,
+    RESOURCE_MIG_PREFIX,
+    GpuModel,
+    MigConfig,
+    MigProfile,
+    UnknownGpuModel,
+    UnknownMigConfig,
+    gpu_model,
+    mig_config,
+    mig_count_labels,
+    mig_devices_per_gpu,
+    mig_resource_name,
+    mixed_strategy_resources,
+    placement_fits,
+)
+
+__all__ = [
+    "GPU_MODELS", "RESOURCE_GPU", "RESOURCE_MIG_PREFIX", "GpuModel", "MigConfig", "MigProfile",
+    "UnknownGpuModel", "UnknownMigConfig", "gpu_model", "mig_config", "mig_count_labels",
+    "mig_devices_per_gpu", "mig_resource_name", "mixed_strategy_resources", "placement_fits",
+]

@@ -1,0 +1,1 @@
+"""Node layer library: the probe, typed facts, concurrent collection."""

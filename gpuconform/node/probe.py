@@ -1,0 +1,164 @@
+"""One round trip per host: a POSIX-sh probe that reads every node fact at once.
+
+The probe is read-only. Each fact is a *section*: a command (or file read) whose stdout, stderr
+and exit code come back apart, so parsers never see stderr noise and "tool missing" is told from
+"tool failed". Each command is bounded by ``timeout`` where the host has it, so a hung
+``nvidia-smi`` costs one section, not the run.
+
+Wire format (one line per record, stdout of the probe)::
+
+    @@gpuconform <section> begin
+    <stdout lines>            (stderr lines carry the prefix '@@e ')
+    @@gpuconform <section> rc=<code>
+"""
+from __future__ import annotations
+
+import dataclasses
+import shlex
+
+MARK = "@@gpuconform"
+ERR = "@@e "
+
+#: nvidia-smi fields read for identity and settings (all exist in 450+ drivers).
+GPU_FIELDS = (
+    "index", "name", "uuid", "pci.bus_id", "pci.device_id", "driver_version",
+    "persistence_mode", "mig.mode.current", "mig.mode.pending", "ecc.mode.current",
+)
+#: nvidia-smi health fields, queried apart: an older driver rejecting one must not hide the rest.
+GPU_HEALTH_FIELDS = (
+    "index", "retired_pages.pending", "remapped_rows.pending", "remapped_rows.failure",
+)
+
+#: Tools whose presence is itself a fact ("missing tool" is a verdict, not a crash).
+TOOLS = (
+    "nvidia-smi", "dkms", "systemctl", "containerd", "nvidia-ctk", "nvidia-container-runtime",
+    "lsinitrd", "lsinitramfs", "dmesg", "journalctl", "mokutil", "rpm", "dpkg-query",
+    "nv-fabricmanager", "ld", "timeout", "modinfo",
+)
+
+CONTAINERD_FILES = "/etc/containerd/config.toml /etc/containerd/conf.d/*.toml"
+MODPROBE_DIRS = "/etc/modprobe.d /run/modprobe.d /usr/local/lib/modprobe.d /usr/lib/modprobe.d /lib/modprobe.d"
+
+_PRELUDE = r"""
+M='@@gpuconform'
+if command -v timeout >/dev/null 2>&1; then T="timeout -k 2 $GPUC_T"; else T=""; fi
+kver=$(cat /proc/sys/kernel/osrelease 2>/dev/null)
+export T kver
+sec() { name=$1; shift
+  echo "$M $name begin"
+  rc=$( { { "$@"; echo $? >&5; } 2>&1 1>&3 | sed 's/^/@@e /' >&3; } 5>&1 )
+  echo "$M $name rc=${rc:-none}"
+} 3>&1
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    """What one probe step printed."""
+    rc: int | None
+    out: str
+    err: str
+
+    @property
+    def ok(self) -> bool:
+        return self.rc == 0
+
+
+def _steps(sysctls: tuple[str, ...]) -> list[tuple[str, str]]:
+    q = ",".join(GPU_FIELDS)
+    h = ",".join(GPU_HEALTH_FIELDS)
+    tools = " ".join(TOOLS)
+    steps = [
+        ("osrelease", 'cat /proc/sys/kernel/osrelease'),
+        ("os_release", 'cat /etc/os-release'),
+        ("pid1", 'cat /proc/1/comm'),
+        ("tools", f'for t in {tools}; do p=$(command -v "$t" 2>/dev/null) && echo "$t=$p"; done; true'),
+        ("proc_modules", 'cat /proc/modules'),
+        ("cmdline", 'cat /proc/cmdline'),
+        ("modprobe_d", f'for d in {MODPROBE_DIRS}; do for f in "$d"/*.conf; do '
+                       '[ -f "$f" ] && grep -H -i nouveau "$f"; done; done; true'),
+        ("initramfs", 'if command -v lsinitrd >/dev/null 2>&1; then echo "tool=lsinitrd"; '
+                      '$T lsinitrd "/boot/initramfs-$kver.img" | grep -i nouveau; '
+                      'elif command -v lsinitramfs >/dev/null 2>&1; then echo "tool=lsinitramfs"; '
+                      '$T lsinitramfs "/boot/initrd.img-$kver" | grep -i nouveau; '
+                      'else echo "tool=none"; fi; true'),
+        ("sig_enforce", 'cat /sys/module/module/parameters/sig_enforce'),
+        ("lockdown", 'cat /sys/kernel/security/lockdown'),
+        ("secure_boot", 'mokutil --sb-state'),
+        ("dkms_sign", 'for f in /var/lib/dkms/mok.key /var/lib/dkms/mok.pub; do [ -r "$f" ] && echo "$f"; done; '
+                      'grep -h -E "^[[:space:]]*(mok_signing_key|mok_certificate|sign_tool)=" '
+                      '/etc/dkms/framework.conf /etc/dkms/framework.conf.d/*.conf 2>/dev/null; true'),
+        ("mok_enrolled", 'mokutil --list-enrolled | grep -i -E "Subject:|CN="'),
+        ("modinfo_nvidia", 'modinfo nvidia | grep -E "^(version|license|signer|sig_key|vermagic|filename):"'),
+        ("headers", 'b="/lib/modules/$kver/build"; if [ -e "$b" ]; then echo "present $(readlink -f "$b")"; '
+                    'elif [ -L "$b" ]; then echo "dangling $(readlink "$b")"; else echo "absent $b"; fi'),
+        ("dkms_version", '$T dkms --version'),
+        ("dkms_status", '$T dkms status'),
+        ("ld", 'p=$(command -v ld) || { echo "path="; exit 127; }; echo "path=$p"; '
+               'echo "real=$(readlink -f "$p")"; ls -lL "$p"; [ -x "$p" ] && echo "executable=yes" || echo "executable=no"; '
+               '$T ld --version | head -n 1'),
+        ("driver_version", 'cat /proc/driver/nvidia/version'),
+        ("dev_nodes", 'ls -l /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia[0-9]*'),
+        ("smi_gpus", f'$T nvidia-smi --query-gpu={q} --format=csv,noheader'),
+        ("smi_health", f'$T nvidia-smi --query-gpu={h} --format=csv,noheader'),
+        ("smi_list", '$T nvidia-smi -L'),
+        ("systemd_units", 'systemctl show -p Id,LoadState,ActiveState,SubState,UnitFileState '
+                          'nvidia-persistenced.service nvidia-fabricmanager.service containerd.service'),
+        ("processes", 'for p in /proc/[0-9]*; do [ -r "$p/comm" ] && echo "${p#/proc/} $(cat "$p/comm")"; done; true'),
+        ("fm_packages", "{ rpm -qa --qf '%{NAME} %{VERSION}\\n' 'nvidia-fabric*manager*' 2>/dev/null; "
+                        "dpkg-query -W -f '${Package} ${Version}\\n' 'nvidia-fabricmanager*' 2>/dev/null; true; }"),
+        ("fm_version", '$T nv-fabricmanager --version'),
+        ("nvidia_ctk", '$T nvidia-ctk --version'),
+        ("runtime_binary", 'p=/usr/bin/nvidia-container-runtime; ls -lL "$p" && { [ -x "$p" ] && echo "executable=yes" || echo "executable=no"; }'),
+        ("containerd_dump", '$T containerd config dump'),
+        ("containerd_files", f'for f in {CONTAINERD_FILES}; do [ -f "$f" ] && {{ echo "### file $f"; cat "$f"; }}; done; true'),
+        ("sysctl", 'for k in ' + (" ".join(shlex.quote(k) for k in sysctls) or '""') +
+                   '; do [ -n "$k" ] || continue; f="/proc/sys/$(echo "$k" | tr . /)"; '
+                   'if [ -r "$f" ]; then echo "$k=$(cat "$f")"; else echo "$k=?"; fi; done; true'),
+        ("kernel_log", 'if dmesg >/dev/null 2>&1; then echo "source=dmesg"; dmesg | grep -E "NVRM: Xid"; '
+                       'elif command -v journalctl >/dev/null 2>&1 && journalctl -k -b -n 1 >/dev/null 2>&1; then '
+                       'echo "source=journal"; journalctl -k -b --no-pager | grep -E "NVRM: Xid"; '
+                       'else echo "source=none"; fi; true'),
+    ]
+    return steps
+
+
+def build_script(sysctls: tuple[str, ...] = (), command_timeout_s: int = 30) -> str:
+    """The probe for one host, as one ``sh -c`` argument."""
+    body = [f"GPUC_T={int(command_timeout_s)}", _PRELUDE]
+    for name, cmd in _steps(tuple(sysctls)):
+        # Each step runs in its own sh, so one step's failure (or `exit`) cannot end the probe.
+        body.append(f"sec {name} sh -c {shlex.quote(cmd)}")
+    script = "\n".join(body)
+    return "sh -c " + shlex.quote(script)
+
+
+def parse(stdout: str) -> dict[str, Section]:
+    """Split the probe's output into sections."""
+    sections: dict[str, Section] = {}
+    current: str | None = None
+    out: list[str] = []
+    err: list[str] = []
+    for line in stdout.splitlines():
+        if line.startswith(MARK + " "):
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == "begin":
+                current, out, err = parts[1], [], []
+                continue
+            if len(parts) == 3 and parts[2].startswith("rc=") and parts[1] == current:
+                try:
+                    rc: int | None = int(parts[2][3:])
+                except ValueError:
+                    rc = None
+                sections[current] = Section(rc, "\n".join(out), "\n".join(err))
+                current = None
+                continue
+        if current is None:
+            continue
+        if line.startswith(ERR):
+            err.append(line[len(ERR):])
+        else:
+            out.append(line)
+    if current is not None:  # the probe died mid-section (timeout, lost connection)
+        sections[current] = Section(None, "\n".join(out), "\n".join(err))
+    return sections

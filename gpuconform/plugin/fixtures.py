@@ -1,0 +1,82 @@
+"""Fixtures of the suite: the profile, node facts (one probe per host), the gate."""
+from __future__ import annotations
+
+import pytest
+import testinfra
+
+from gpuconform import profile as profile_mod
+from gpuconform.node import probe
+from gpuconform.node.collect import FactsPool
+from gpuconform.node.facts import NodeFacts
+from gpuconform.plugin import keys
+from gpuconform.plugin.gating import Gate
+
+REACHABLE = "node.reachable"
+
+
+def host_label(host) -> str:
+    """How a host is named in results and matched by profile groups."""
+    return host.backend.get_hostname()
+
+
+def _all_hosts(config: pytest.Config) -> list:
+    spec = config.option.hosts
+    if not spec:
+        return []
+    opt = config.option
+    return testinfra.get_hosts(spec.split(","), connection=opt.connection, ssh_config=opt.ssh_config,
+                               ssh_identity_file=opt.ssh_identity_file, sudo=opt.sudo,
+                               sudo_user=opt.sudo_user, ansible_inventory=opt.ansible_inventory,
+                               force_ansible=opt.force_ansible)
+
+
+@pytest.fixture(scope="session")
+def gpuconform_profile(pytestconfig: pytest.Config) -> profile_mod.LoadedProfile:
+    """The validated platform profile (--profile)."""
+    return pytestconfig.stash[keys.PROFILE]
+
+
+@pytest.fixture(scope="session")
+def _facts_pool(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.LoadedProfile):
+    t = gpuconform_profile.profile.timeouts
+    pool = FactsPool(probe.build_script(gpuconform_profile.sysctl_keys(), t.command_s), t.probe_s)
+    for h in _all_hosts(pytestconfig):  # probe every host at once, not one by one
+        pool.submit(host_label(h), lambda h=h: h)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def node(host, _facts_pool: FactsPool) -> NodeFacts:
+    """Facts of the host under test, gathered once per host."""
+    return _facts_pool.get(host_label(host), lambda: host)
+
+
+@pytest.fixture
+def expected(host, gpuconform_profile: profile_mod.LoadedProfile) -> profile_mod.NodeExpectations:
+    """What the profile expects of this host (defaults + matching groups)."""
+    if gpuconform_profile.profile.node is None:
+        pytest.skip(f"profile {gpuconform_profile.name} has no `node:` section")
+    return gpuconform_profile.node_for(host_label(host), host.backend.get_pytest_id())
+
+
+@pytest.fixture(scope="session")
+def _gate() -> Gate:
+    return Gate()
+
+
+@pytest.fixture(autouse=True)
+def _gpuconform_blocked_by(request: pytest.FixtureRequest, _gate: Gate) -> None:
+    """Skip as "blocked by <check>" when a prerequisite of this check fails on the same host."""
+    mark = request.node.get_closest_marker("check")
+    if mark is None or "node" not in request.fixturenames:
+        return
+    facts: NodeFacts = request.getfixturevalue("node")
+    if facts.error and mark.kwargs["id"] != REACHABLE:
+        pytest.skip(f"blocked by {REACHABLE} (host answers the probe): {facts.error}")
+    needs = mark.kwargs.get("needs", ())
+    if needs:
+        values = {"node": facts, "expected": request.getfixturevalue("expected")}
+        reason = _gate.blocker(needs, facts.host, values)
+        if reason:
+            pytest.skip(reason)

@@ -1,0 +1,187 @@
+"""Start, record and stop the test bed's processes without leaving orphans.
+
+Every process runs in its own session (so one signal reaches it and all its children), writes
+its output to ``<state>/logs/<name>.log`` and is recorded in ``<state>/pids/<name>.pid`` as
+``<pid> <start-time>``; the start time (from /proc) makes sure a recycled pid is never killed.
+
+Two lifetimes:
+* attached (pytest fixture): children get PR_SET_PDEATHSIG=SIGKILL, so even a SIGKILLed pytest
+  takes them along; ``atexit`` and SIGTERM/SIGINT handlers stop them on a normal or Ctrl-C exit;
+* detached (``make testbed-up``): they outlive the starting command; ``make testbed-down`` reads
+  the pid files and stops them.
+Whatever a previous, interrupted run left in the same state folder is stopped before a start.
+"""
+from __future__ import annotations
+
+import atexit
+import ctypes
+import dataclasses
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def proc_start_time(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks since boot, or None if it does not exist."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return None
+    # the command name (field 2) may hold spaces; fields after the last ')' are fixed
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":  # a zombie is gone for our purposes
+        return None
+    return fields[19]
+
+
+@dataclasses.dataclass
+class Recorded:
+    name: str
+    pid: int
+    start_time: str
+
+    def alive(self) -> bool:
+        return proc_start_time(self.pid) == self.start_time
+
+
+class Supervisor:
+    """Owns the processes of one state folder."""
+
+    def __init__(self, state_dir: Path, attached: bool = True):
+        self.state_dir = Path(state_dir)
+        self.pid_dir = self.state_dir / "pids"
+        self.log_dir = self.state_dir / "logs"
+        self.attached = attached
+        self._popen: dict[str, subprocess.Popen] = {}
+        self._order: list[str] = []
+        self._lock = threading.Lock()
+        self._hooks_installed = False
+
+    # -- starting ---------------------------------------------------------------------------
+    def start(self, name: str, argv: Sequence[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        self.pid_dir.mkdir(parents=True, exist_ok=True)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        if self.attached:
+            self._install_hooks()
+        log = open(self.log_dir / f"{name}.log", "ab")
+        try:
+            proc = subprocess.Popen(
+                list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                start_new_session=True, env=env, cwd=self.state_dir,
+                preexec_fn=_die_with_parent if self.attached else None,
+            )
+        finally:
+            log.close()
+        start_time = proc_start_time(proc.pid) or "0"
+        (self.pid_dir / f"{name}.pid").write_text(f"{proc.pid} {start_time}\n")
+        with self._lock:
+            self._popen[name] = proc
+            self._order.append(name)
+        return proc
+
+    def exited(self, name: str) -> int | None:
+        """Exit code of a process this supervisor started, None while it runs."""
+        proc = self._popen.get(name)
+        return None if proc is None else proc.poll()
+
+    def log_tail(self, name: str, lines: int = 20) -> str:
+        path = self.log_dir / f"{name}.log"
+        if not path.exists():
+            return "(no log)"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    # -- what is recorded -------------------------------------------------------------------
+    def recorded(self) -> list[Recorded]:
+        out = []
+        if not self.pid_dir.is_dir():
+            return out
+        for f in sorted(self.pid_dir.glob("*.pid")):
+            try:
+                pid, start = f.read_text().split()
+                out.append(Recorded(f.stem, int(pid), start))
+            except ValueError:
+                f.unlink(missing_ok=True)
+        return out
+
+    def alive(self) -> list[Recorded]:
+        return [r for r in self.recorded() if r.alive()]
+
+    # -- stopping ---------------------------------------------------------------------------
+    def stop_all(self, timeout: float = 15.0) -> list[str]:
+        """Stop every recorded process (newest first): SIGTERM to its process group, then
+        SIGKILL after ``timeout``. Returns the names of those that had to be killed."""
+        records = {r.name: r for r in self.recorded()}
+        names = [n for n in reversed(self._order) if n in records]
+        names += [n for n in records if n not in names]
+        for name in names:
+            self._signal(records[name], signal.SIGTERM)
+        killed = []
+        deadline = time.monotonic() + timeout
+        for name in names:
+            rec = records[name]
+            while rec.alive() and time.monotonic() < deadline:
+                self._reap(name)
+                time.sleep(0.05)  # polling a child's exit; bounded by the deadline above
+            if rec.alive():
+                self._signal(rec, signal.SIGKILL)
+                killed.append(name)
+        for name in names:
+            rec = records[name]
+            end = time.monotonic() + 5
+            while rec.alive() and time.monotonic() < end:
+                self._reap(name)
+                time.sleep(0.05)
+            self._reap(name)
+            (self.pid_dir / f"{name}.pid").unlink(missing_ok=True)
+        with self._lock:
+            self._popen.clear()
+            self._order.clear()
+        return killed
+
+    def _reap(self, name: str) -> None:
+        proc = self._popen.get(name)
+        if proc is not None:
+            proc.poll()
+
+    @staticmethod
+    def _signal(rec: Recorded, sig: int) -> None:
+        if not rec.alive():
+            return
+        try:
+            os.killpg(rec.pid, sig)  # each process leads its own session/group
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            os.kill(rec.pid, sig)
+
+    # -- hooks for the attached lifetime --------------------------------------------------
+    def _install_hooks(self) -> None:
+        if self._hooks_installed:
+            return
+        self._hooks_installed = True
+        atexit.register(self.stop_all)
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous = signal.getsignal(sig)
+
+            def handler(signum, frame, previous=previous):
+                self.stop_all()
+                if callable(previous):
+                    previous(signum, frame)
+                else:
+                    raise SystemExit(128 + signum)
+
+            signal.signal(sig, handler)
+        # SIGINT stays KeyboardInterrupt: pytest unwinds its fixtures, atexit covers the rest.

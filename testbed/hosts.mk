@@ -1,0 +1,1 @@
+# Simulated GPU hosts (placeholder; see testbed/hosts/README.md)

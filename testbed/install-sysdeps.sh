@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the simulated platform needs, only when missing.
+set -euo pipefail
+need=()
+command -v sshd >/dev/null 2>&1 || [ -x /usr/sbin/sshd ] || need+=(openssh-server openssh-client)
+[ -x /bin/busybox ] || need+=(busybox-static)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi

@@ -1,0 +1,51 @@
+"""DKMS builds the NVIDIA driver for the running kernel (the article's `added` instead of
+`installed`, and the linker that lost its run bit)."""
+import pytest
+
+from gpuconform.checks import check
+
+
+def _nvidia_entries(node, expected):
+    names = set(expected.driver.dkms_module_names)
+    return [e for e in node.dkms_entries if e.module in names]
+
+
+@check("node.dkms.nvidia_installed", "DKMS has the NVIDIA module installed for the running kernel",
+       fix="dkms install -m nvidia -v <version> -k $(uname -r)  (on failure read "
+           "/var/lib/dkms/nvidia/<version>/build/make.log; `/bin/ld: Permission denied` → "
+           "remediation/fix-ld.sh --apply, then reinstall)",
+       evidence=["osrelease", "dkms_version", "dkms_status"])
+def test_dkms_nvidia_installed_for_running_kernel(node, expected):
+    """`dkms status` shows nvidia (or nvidia-open) at the profile's version `installed` for `uname -r`."""
+    if expected.driver.install != "dkms":
+        pytest.skip(f"the driver is not built by DKMS on this host (driver.install: {expected.driver.install})")
+    if not node.tool("dkms"):
+        assert False, "dkms is not installed on the host, but the profile says the driver is built by DKMS"
+    kver, want = node.kernel_release, expected.driver.version
+    entries = _nvidia_entries(node, expected)
+    good = [e for e in entries if e.version == want and e.kernel == kver and e.state == "installed"]
+    if good:
+        return
+    if not entries:
+        assert False, f"dkms knows no nvidia module (looked for {', '.join(expected.driver.dkms_module_names)})"
+    here = [e for e in entries if e.kernel in (kver, None)]
+    described = "; ".join(f"{e.module}/{e.version}" + (f" for {e.kernel}" if e.kernel else "") + f": {e.state}"
+                          + (f" ({e.note})" if e.note else "") for e in (here or entries))
+    if not here:
+        assert False, f"nvidia is built by DKMS only for other kernels, not the running {kver}: {described}"
+    assert False, f"nvidia {want} is not installed for the running kernel {kver}: {described}"
+
+
+@check("node.toolchain.ld_runs", "The linker runs (DKMS needs it to build the driver)",
+       fix={"rhel": "remediation/fix-ld.sh --apply  (ln -sf ld.bfd /usr/bin/ld; or dnf reinstall binutils)",
+            "debian": "apt-get install --reinstall binutils",
+            "default": "reinstall binutils so that /usr/bin/ld is an executable linker"},
+       evidence=["ld"])
+def test_linker_runs(node, expected):
+    """`ld` is on PATH, executable, and `ld --version` succeeds (else make fails: /bin/ld: Permission denied)."""
+    if expected.driver.install != "dkms":
+        pytest.skip(f"nothing is built on this host (driver.install: {expected.driver.install})")
+    ld = node.ld
+    assert ld.get("path"), "no `ld` on PATH: binutils is missing, DKMS cannot link the driver"
+    assert ld.get("executable") == "yes", f"{ld['path']} is not executable (Permission denied); DKMS builds fail"
+    assert ld["runs"], f"`ld --version` failed: {ld.get('error') or 'no version printed'}"

@@ -1,0 +1,38 @@
+"""NVIDIA fabric manager (NVSwitch systems): same version as the driver, service active."""
+import pytest
+
+from gpuconform.checks import check
+
+UNIT = "nvidia-fabricmanager.service"
+
+
+def _required(expected):
+    if expected.services.fabric_manager != "required":
+        pytest.skip("the profile does not require fabric manager (services.fabric_manager: any; "
+                    "only NVSwitch systems such as HGX H100 need it)")
+
+
+@check("node.fabricmanager.version", "Fabric manager version equals the driver version",
+       fix={"rhel": "dnf install nvidia-fabric-manager-<driver version>  (versions must match exactly)",
+            "debian": "apt-get install nvidia-fabricmanager-<branch>=<driver version>-1",
+            "default": "install the fabric manager package of exactly the driver's version"},
+       evidence=["fm_packages", "fm_version"])
+def test_fabric_manager_version(node, expected):
+    """The installed fabric manager package has exactly the profile's driver version."""
+    _required(expected)
+    pkgs = node.fabric_manager_packages
+    assert pkgs, "no fabric manager package is installed (nvidia-fabric-manager / nvidia-fabricmanager-<branch>)"
+    versions = sorted({v.split("-")[0] for _, v in pkgs})
+    assert versions == [expected.driver.version], (
+        f"fabric manager {', '.join(versions)} installed, driver is {expected.driver.version}: the versions must be equal")
+
+
+@check("node.fabricmanager.active", "nvidia-fabricmanager service is active",
+       fix="systemctl enable --now nvidia-fabricmanager; journalctl -u nvidia-fabricmanager",
+       evidence=["pid1", "systemd_units", "processes"])
+def test_fabric_manager_active(node, expected):
+    """systemd reports nvidia-fabricmanager.service active."""
+    _required(expected)
+    unit = node.unit(UNIT)
+    assert unit.get("ActiveState") == "active", (
+        f"{UNIT} is {unit.get('ActiveState')} ({unit.get('SubState') or unit.get('LoadState')})")

@@ -1,0 +1,39 @@
+"""The nouveau driver must stay out of the way of the NVIDIA driver."""
+from gpuconform.checks import check
+
+REBUILD_INITRAMFS = {"rhel": "dracut --force && reboot",
+                     "debian": "update-initramfs -u && reboot",
+                     "default": "rebuild the initramfs (dracut --force / update-initramfs -u) and reboot"}
+BLACKLIST_FILE = "/etc/modprobe.d/blacklist-nouveau.conf"
+
+
+@check("node.nouveau.not_loaded", "nouveau kernel module is not loaded",
+       fix={k: f"remediation/blacklist-nouveau.sh --apply; {v}" for k, v in REBUILD_INITRAMFS.items()},
+       evidence=["proc_modules"])
+def test_nouveau_not_loaded(node):
+    """nouveau does not appear in /proc/modules."""
+    assert "nouveau" not in node.modules, "nouveau is loaded (/proc/modules); the NVIDIA driver cannot bind the GPUs"
+
+
+@check("node.nouveau.blacklisted", "nouveau is blacklisted in modprobe.d",
+       fix=f"remediation/blacklist-nouveau.sh --apply  (writes {BLACKLIST_FILE}: blacklist nouveau, "
+           "blacklist lbm-nouveau, options nouveau modeset=0, alias nouveau off, alias lbm-nouveau off)",
+       evidence=["modprobe_d"])
+def test_nouveau_blacklisted(node, expected):
+    """modprobe.d holds `blacklist nouveau` and `options nouveau modeset=0`."""
+    if not expected.driver.blacklist_nouveau:
+        return
+    words = [w for _, w in node.modprobe_nouveau]
+    missing = [rule for rule, present in (
+        ("blacklist nouveau", ["blacklist", "nouveau"] in words),
+        ("options nouveau modeset=0", any(w[:2] == ["options", "nouveau"] and "modeset=0" in w for w in words)),
+    ) if not present]
+    assert not missing, f"missing in /etc/modprobe.d: {'; '.join(missing)}"
+
+
+@check("node.nouveau.not_in_initramfs", "initramfs of the running kernel carries no nouveau",
+       fix=REBUILD_INITRAMFS, evidence=["initramfs"])
+def test_nouveau_not_in_initramfs(node):
+    """The initramfs listing (lsinitrd/lsinitramfs) of the running kernel has no nouveau module."""
+    tool, lines = node.initramfs_nouveau
+    assert not lines, f"nouveau is in the initramfs ({tool}): {lines[0].split()[-1]}"

@@ -1,0 +1,51 @@
+"""Persistence: the nvidia-persistenced service enabled and active, the daemon running, and
+persistence mode on every GPU — three facts, reported apart."""
+import pytest
+
+from gpuconform.checks import check
+
+UNIT = "nvidia-persistenced.service"
+FIX = "systemctl enable --now nvidia-persistenced.service  (remediation/persistenced.sh --apply)"
+
+
+def _required(expected):
+    if expected.services.persistenced != "required":
+        pytest.skip("the profile does not require nvidia-persistenced (services.persistenced: any)")
+
+
+@check("node.persistenced.enabled", "nvidia-persistenced service is enabled", fix=FIX,
+       evidence=["pid1", "systemd_units"])
+def test_persistenced_enabled(node, expected):
+    """systemd has nvidia-persistenced.service enabled (starts at boot)."""
+    _required(expected)
+    unit = node.unit(UNIT)
+    assert unit.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"), (
+        f"{UNIT} is {unit.get('UnitFileState') or unit.get('LoadState')} (not enabled)")
+
+
+@check("node.persistenced.active", "nvidia-persistenced service is active", fix=FIX,
+       evidence=["pid1", "systemd_units"])
+def test_persistenced_active(node, expected):
+    """systemd reports nvidia-persistenced.service active (running)."""
+    _required(expected)
+    unit = node.unit(UNIT)
+    assert unit.get("ActiveState") == "active", (
+        f"{UNIT} is {unit.get('ActiveState')} ({unit.get('SubState') or unit.get('LoadState')})")
+
+
+@check("node.persistenced.running", "nvidia-persistenced daemon is running", fix=FIX,
+       evidence=["processes"])
+def test_persistenced_running(node, expected):
+    """A process named nvidia-persistenced runs on the host."""
+    _required(expected)
+    assert "nvidia-persistenced" in node.processes, "no nvidia-persistenced process is running"
+
+
+@check("node.gpu.persistence_mode", "Persistence mode is Enabled on every GPU",
+       fix="start nvidia-persistenced (preferred), or nvidia-smi -pm 1",
+       needs=["node.smi.runs"], evidence=["smi_gpus"])
+def test_persistence_mode_enabled(node, expected):
+    """nvidia-smi persistence_mode reads Enabled for every GPU."""
+    _required(expected)
+    off = [str(g["index"]) for g in node.gpus if g["persistence_mode"] != "Enabled"]
+    assert not off, f"persistence mode is not Enabled on GPU {', '.join(off)}"
