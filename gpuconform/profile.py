@@ -57,6 +57,13 @@ class Driver(_Strict):
     flavour: Literal["open", "proprietary", "any"] = "any"
     blacklist_nouveau: bool = True
 
+    @field_validator("version", mode="before")
+    @classmethod
+    def _quoted(cls, v):
+        if isinstance(v, (int, float)):
+            raise ValueError(f"a driver version in quotes, like \"{v}\" (YAML read {v} as a number)")
+        return v
+
     @field_validator("version")
     @classmethod
     def _looks_like_version(cls, v: str) -> str:

@@ -14,7 +14,8 @@ _PATTERNS = [
      lambda m: m.group(1) + re.sub(r"=([^;,\s]+)", "=" + MASK, m.group(2))),
     # key=value / key: value secrets (password, token, secret, client-key-data...)
     (re.compile(r"(?i)\b([\w.-]*(?:password|passwd|secret|token|api[_-]?key|client-key-data|"
-                r"client-certificate-data|private[_-]?key)[\w.-]*)(\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"),
+                r"client-certificate-data|private[_-]?key)[\w.-]*)([\"']?\s*[:=]\s*)"
+                r"(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"),
      r"\1\2" + MASK),
     # JWTs anywhere
     (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"), MASK),

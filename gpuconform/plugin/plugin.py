@@ -31,8 +31,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="write no HTML/JSON report")
 
 
+def stray_option_value(config: pytest.Config) -> str | None:
+    """A profile or report path that pytest took for a test path (``--profile X`` without '=')."""
+    return next((a for a in config.args if a.split("::")[0].endswith((".yaml", ".yml", "reports"))), None)
+
+
+def suite_root(config: pytest.Config) -> bool:
+    """Whether pytest runs the conformance suite (its rootdir holds tests/node)."""
+    return (config.rootpath / "tests" / "node").is_dir()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    stray = stray_option_value(config)
+    if stray:
+        raise pytest.UsageError(f"pytest took {stray} for a test path: write the option with '=' "
+                                f"(--profile={stray}, --report-dir=DIR)")
+    if not suite_root(config):  # loaded by entry point into another project's run: stay inert
+        return
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")

@@ -78,3 +78,33 @@ def ignore_not_found(fn, *args, **kwargs):
         if exc.status != 404:
             raise
         return None
+
+
+def watch_pod_until(core: client.CoreV1Api, namespace: str, name: str, done, what: str, timeout: float):
+    """Watch one pod until ``done(pod)`` is true; return it. On timeout the error shows the
+    last phase and container states seen."""
+    import time
+
+    from kubernetes import watch
+
+    deadline = time.monotonic() + timeout
+    last = ignore_not_found(core.read_namespaced_pod, name, namespace)
+    if last is not None and done(last):
+        return last
+    rv = last.metadata.resource_version if last is not None else None
+    while time.monotonic() < deadline:
+        w = watch.Watch()
+        for event in w.stream(core.list_namespaced_pod, namespace, field_selector=f"metadata.name={name}",
+                              resource_version=rv, timeout_seconds=max(1, int(deadline - time.monotonic()))):
+            if event["type"] == "ERROR":
+                rv = None
+                break
+            last = event["object"]
+            rv = last.metadata.resource_version
+            if event["type"] != "DELETED" and done(last):
+                w.stop()
+                return last
+    status = last.status if last is not None else None
+    states = [(c.name, c.state.to_dict()) for c in (status.container_statuses or [])] if status else []
+    raise TimeoutError(f"pod {namespace}/{name}: timed out after {timeout:.0f}s waiting for {what}; "
+                       f"last phase {status.phase if status else None}, containers {states}")

@@ -1,0 +1,76 @@
+"""The probe runs in any POSIX sh, and its real output from an H200 host reads back as facts."""
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gpuconform.node import probe
+from gpuconform.node.facts import CannotTell, NodeFacts, Unavailable
+
+H200 = (Path(__file__).parent / "fixtures" / "h200-probe.txt").read_text()
+
+
+@pytest.fixture(scope="module")
+def h200():
+    return NodeFacts("h200", probe.parse(H200))
+
+
+def test_every_section_comes_back_with_its_exit_code():
+    out = subprocess.run(probe.build_script(("net.core.somaxconn",), 5), shell=True,
+                         capture_output=True, text=True, timeout=60).stdout
+    sections = probe.parse(out)
+    names = [name for name, _ in probe._steps(())]
+    assert sorted(sections) == sorted(names)
+    assert all(s.rc is not None for s in sections.values())
+    assert sections["sysctl"].out.startswith("net.core.somaxconn=")
+
+
+def test_stderr_is_kept_apart_from_stdout():
+    text = probe.parse("@@gpuconform x begin\nout line\n@@e err line\n@@gpuconform x rc=3\n")
+    assert text["x"] == probe.Section(3, "out line", "err line")
+
+
+def test_a_probe_cut_short_keeps_what_it_read():
+    sections = probe.parse("@@gpuconform a begin\nA\n@@gpuconform a rc=0\n@@gpuconform b begin\npartial\n")
+    assert sections["a"].ok and sections["b"].rc is None and sections["b"].out == "partial"
+
+
+def test_real_h200_identity(h200):
+    assert h200.kernel_release == "6.18.44-fc-v657-gpu" and h200.os_family == "debian"
+    assert {"nvidia", "nvidia_uvm"} <= set(h200.modules)
+    assert h200.driver_proc_version == {"version": "580.159.04", "flavour": "open",
+                                        "line": h200.driver_proc_version["line"]}
+    assert [(g["name"], g["pci.device_id"], g["persistence_mode"], g["mig.mode.pending"]) for g in h200.gpus] == [
+        ("NVIDIA H200", "0x233510DE", "Enabled", "Disabled")]
+    assert h200.char_devices == {"nvidia0", "nvidiactl", "nvidia-uvm"}
+
+
+def test_real_h200_security_facts(h200):
+    assert h200.sig_enforce is True and h200.lockdown == "none"
+    assert h200.headers == ("absent", "/lib/modules/6.18.44-fc-v657-gpu/build")
+    assert h200.ld["runs"] and h200.ld["real"].endswith("ld.bfd")
+
+
+def test_real_h200_missing_tools_are_told_not_guessed(h200):
+    assert h200.tool("dkms") is None and h200.tool("nvidia-smi") == "/usr/local/nvidia/bin/nvidia-smi"
+    with pytest.raises(CannotTell, match="`dkms` is not installed"):
+        h200.dkms_entries
+    with pytest.raises(Unavailable, match="systemd is not the init system"):
+        h200.units
+    with pytest.raises(Unavailable, match="neither lsinitrd nor lsinitramfs"):
+        h200.initramfs_nouveau
+    assert "nvidia-persistenced" not in h200.processes
+    assert h200.gpu_health == [{"index": "0", "retired_pages.pending": None,
+                                "remapped_rows.pending": "No", "remapped_rows.failure": "No"}]
+
+
+def test_evidence_names_the_command_and_exit(h200):
+    ev = h200.evidence("proc_modules", "dkms_status")
+    assert ev.startswith("$ cat /proc/modules   [exit 0]\nnvidia_uvm")
+    assert "$ dkms status   [exit 127]" in ev
+
+
+def test_unreachable_host_cannot_tell_anything():
+    facts = NodeFacts("gpu-9", {}, "cannot reach the host: ssh: connect to host gpu-9 port 22: No route to host")
+    with pytest.raises(CannotTell, match="No route to host"):
+        facts.modules

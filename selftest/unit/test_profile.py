@@ -1,0 +1,73 @@
+"""Profiles: validated on load, one line naming file and field, exit code 4 from the suite."""
+import textwrap
+
+import pytest
+
+from gpuconform import profile
+
+GOOD = """
+name: t
+node:
+  driver: {version: 580.95.05}
+  gpu: {product: NVIDIA H100 80GB HBM3, count: 8}
+groups:
+  - match: ["gpu-mig-*"]
+    node: {mig: {mode: enabled}, gpu: {count: 4}}
+"""
+
+
+def write(tmp_path, text):
+    p = tmp_path / "p.yaml"
+    p.write_text(textwrap.dedent(text))
+    return str(p)
+
+
+def test_groups_override_defaults_per_host(tmp_path):
+    lp = profile.load(write(tmp_path, GOOD))
+    assert (lp.node_for("gpu-mig-1").mig.mode, lp.node_for("gpu-mig-1").gpu.count) == ("enabled", 4)
+    assert (lp.node_for("gpu-3").mig.mode, lp.node_for("gpu-3").gpu.count) == ("any", 8)
+    assert lp.node_for("gpu-3").gpu.product == "NVIDIA H100 80GB HBM3"
+
+
+@pytest.mark.parametrize("mutation, message", [
+    (("580.95.05", "'580.95'"), None),
+    (("580.95.05", "580.95"), 'node.driver.version: Value error, a driver version in quotes, like "580.95"'),
+    (("580.95.05", "latest"), "node.driver.version: Value error, a driver version like 580.95.05, got 'latest'"),
+    (("count: 8", "count: -1"), "node.gpu.count: Input should be greater than or equal to 0, got -1"),
+    (("count: 4", "count: many"), "groups.0.node.gpu.count: Input should be a valid integer"),
+    (("mode: enabled", "mode: sometimes"), "groups.0.node.mig.mode: Input should be 'enabled', 'disabled' or 'any'"),
+    (("name: t", "name: t\nbogus: 1"), "bogus: Extra inputs are not permitted"),
+])
+def test_errors_name_the_field(tmp_path, mutation, message):
+    path = write(tmp_path, GOOD.replace(*mutation))
+    if message is None:
+        profile.load(path)
+        return
+    with pytest.raises(profile.ProfileError) as err:
+        profile.load(path)
+    assert str(err.value).startswith(f"{path}: {message}") and "\n" not in str(err.value)
+
+
+def test_yaml_syntax_error_names_line(tmp_path):
+    with pytest.raises(profile.ProfileError, match=r"not valid YAML at line \d+, column \d+"):
+        profile.load(write(tmp_path, "name: t\nnode: [unclosed\n"))
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(profile.ProfileError, match="cannot read profile: No such file"):
+        profile.load(str(tmp_path / "nope.yaml"))
+
+
+@pytest.mark.parametrize("name", ["seed-h100.yaml", "h200-devbox.yaml"])
+def test_shipped_profiles_are_valid(name):
+    from conftest import REPO
+    lp = profile.load(REPO / "profiles" / name)
+    assert lp.node_for("any-host").driver.version
+
+
+def test_bad_profile_is_one_line_and_exit_4(suite, tmp_path):
+    bad = write(tmp_path, GOOD.replace("580.95.05", "latest"))
+    proc, results = suite("-m", "node", "--hosts=local://", f"--profile={bad}")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == f"ERROR: {bad}: node.driver.version: Value error, a driver version like 580.95.05, got 'latest'"
+    assert "Traceback" not in proc.stdout + proc.stderr and results is None

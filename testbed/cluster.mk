@@ -1,0 +1,21 @@
+# Test bed: a real Kubernetes control plane with KWOK GPU workers (testbed/cluster/README.md).
+# Included by the top Makefile, which defines VENV, PY, PYTEST and STATE.
+CLUSTER_STATE ?= $(STATE)/cluster
+
+.PHONY: cluster-bins testbed-up testbed-down testbed-status
+
+TEST_DEPS += cluster-bins
+
+# Build kube-apiserver/controller-manager/scheduler, etcd and kwok from the Go module proxy,
+# or reuse them from ${GPUCONFORM_CACHE:-~/.cache/gpuconform}/bin/<versions>/.
+cluster-bins:
+	@bash testbed/cluster/build.sh
+
+testbed-up: venv cluster-bins
+	$(PY) -m testbed.cluster up --state $(CLUSTER_STATE)
+
+testbed-down:
+	$(PY) -m testbed.cluster down --state $(CLUSTER_STATE)
+
+testbed-status:
+	@$(PY) -m testbed.cluster status --state $(CLUSTER_STATE)

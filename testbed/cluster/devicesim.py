@@ -1,0 +1,305 @@
+"""The device side of the simulated GPU workers: what the NVIDIA device plugin and the CUDA
+container would do on a real node, driven by the API server.
+
+For each pod bound to a KWOK node it
+* hands out concrete devices for the pod's ``nvidia.com/gpu`` / ``nvidia.com/mig-*`` limits
+  (stable GPU-/MIG- UUIDs per node, never one device to two running pods) and records them in
+  the annotation ``testbed.gpuconform.io/devices``;
+* writes the container log (CRI format) that kwok serves through the API server: what
+  ``nvidia-smi -L`` shows inside the container, then the vectoradd output (or, for a pod whose
+  command ends in ``echo <text>``, that text);
+* for a pod that runs to completion (restartPolicy Never/OnFailure) sets the annotation
+  ``testbed.gpuconform.io/outcome`` (succeeded/failed), which the KWOK stages turn into the
+  pod phase; a failing OnFailure pod is marked ``simulate=crashloop`` instead (it would restart).
+
+The CUDA result is "fail" when the pod carries ``testbed.gpuconform.io/cuda: fail`` or the
+scenario ConfigMap ``kube-system/gpuconform-testbed-scenario`` has ``cuda: fail``.
+
+Run: ``python -m testbed.cluster.devicesim --kubeconfig K --log-dir D`` (the control plane does).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import logging
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+
+from gpuconform.mig import RESOURCE_GPU, RESOURCE_MIG_PREFIX, gpu_model, mig_devices_per_gpu
+from gpuconform.mig.catalog import UnknownGpuModel, UnknownMigConfig, mig_resource_name
+
+ANN = "testbed.gpuconform.io/"
+ANN_DEVICES = ANN + "devices"
+ANN_OUTCOME = ANN + "outcome"
+ANN_SIMULATE = ANN + "simulate"
+ANN_CUDA = ANN + "cuda"
+SCENARIO_CONFIGMAP = ("kube-system", "gpuconform-testbed-scenario")
+KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
+UUID_NAMESPACE = uuid.UUID("6a1f3a52-3c55-4a0b-9a53-7e1f0c5f6d1e")
+
+VECTORADD_OK = [
+    "[Vector addition of 50000 elements]",
+    "Copy input data from the host memory to the CUDA device",
+    "CUDA kernel launch with 196 blocks of 256 threads",
+    "Copy output data from the CUDA device to the host memory",
+    "Test PASSED",
+    "Done",
+]
+VECTORADD_BUSY = [
+    "[Vector addition of 50000 elements]",
+    "Failed to allocate device vector A (error code CUDA-capable device(s) is/are busy or unavailable)!",
+]
+
+log = logging.getLogger("devicesim")
+
+
+def device_uuid(prefix: str, *parts: object) -> str:
+    return f"{prefix}-{uuid.uuid5(UUID_NAMESPACE, '/'.join(map(str, parts)))}"
+
+
+class Device:
+    """One allocatable device: a whole GPU or a MIG device on a GPU."""
+
+    def __init__(self, resource: str, node: str, gpu_index: int, gpu_name: str,
+                 mig_profile: str | None = None, mig_index: int | None = None):
+        self.resource = resource
+        self.gpu_name = gpu_name
+        self.gpu_uuid = device_uuid("GPU", node, gpu_index)
+        self.mig_profile = mig_profile
+        self.uuid = device_uuid("MIG", node, gpu_index, mig_index) if mig_profile else self.gpu_uuid
+
+
+def node_devices(node: client.V1Node) -> list[Device]:
+    """Devices of a node, from the labels GFD/mig-manager publish, limited to what the node's
+    allocatable advertises (so a node whose allocatable disagrees hands out what it advertises)."""
+    labels = node.metadata.labels or {}
+    name = node.metadata.name
+    if labels.get("nvidia.com/gpu.present") != "true":
+        return []
+    count = int(labels.get("nvidia.com/gpu.count", "0") or 0)
+    product = labels.get("nvidia.com/gpu.product", "")
+    config = labels.get("nvidia.com/mig.config", "all-disabled")
+    try:
+        model = gpu_model(product)
+        smi_name = model.smi_name
+        per_gpu = mig_devices_per_gpu(model, config)
+        mig_on = config != "all-disabled"
+    except (UnknownGpuModel, UnknownMigConfig):
+        smi_name, per_gpu, mig_on = product.replace("-", " "), [], False
+    devices: list[Device] = []
+    for g in range(count):
+        if not mig_on:
+            devices.append(Device(RESOURCE_GPU, name, g, smi_name))
+            continue
+        for i, profile in enumerate(per_gpu):
+            devices.append(Device(mig_resource_name(profile), name, g, smi_name, profile, i))
+    allocatable = (node.status.allocatable or {}) if node.status else {}
+    limited, seen = [], {}
+    for d in devices:
+        seen[d.resource] = seen.get(d.resource, 0) + 1
+        if seen[d.resource] <= int(str(allocatable.get(d.resource, "0"))):
+            limited.append(d)
+    return limited
+
+
+def gpu_requests(pod: client.V1Pod) -> dict[str, int]:
+    """GPU/MIG extended resources the pod asks for (limits; requests must equal them)."""
+    total: dict[str, int] = {}
+    for c in pod.spec.containers or []:
+        res = c.resources
+        asked = dict((res.limits or {}) if res else {})
+        for k, v in ((res.requests or {}) if res else {}).items():
+            asked.setdefault(k, v)
+        for k, v in asked.items():
+            if k == RESOURCE_GPU or k.startswith(RESOURCE_MIG_PREFIX):
+                total[k] = total.get(k, 0) + int(str(v))
+    return {k: v for k, v in total.items() if v > 0}
+
+
+def smi_lines(devices: list[Device]) -> list[str]:
+    """``nvidia-smi -L`` inside the container: the visible devices, renumbered from 0."""
+    lines, gpus = [], {}
+    for d in devices:
+        gpus.setdefault(d.gpu_uuid, (d.gpu_name, []))[1].append(d)
+    for idx, (gpu_uuid, (gpu_name, devs)) in enumerate(gpus.items()):
+        lines.append(f"GPU {idx}: {gpu_name} (UUID: {gpu_uuid})")
+        for j, d in enumerate(x for x in devs if x.mig_profile):
+            lines.append(f"  MIG {d.mig_profile:<12}Device {j:>2}: (UUID: {d.uuid})")
+    return lines
+
+
+def echo_text(pod: client.V1Pod) -> str | None:
+    c = (pod.spec.containers or [None])[0]
+    words = list((c.command or []) + (c.args or [])) if c else []
+    if words and words[-1].strip().startswith("echo "):
+        return words[-1].strip()[5:].strip().strip("'\"")
+    return None
+
+
+def cri_log(lines: list[str]) -> str:
+    ts = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return "".join(f"{ts} stdout F {line}\n" for line in lines)
+
+
+class DeviceSim:
+    def __init__(self, api: client.ApiClient, log_dir: Path):
+        self.core = client.CoreV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+        self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.in_use: dict[str, str] = {}        # device uuid -> pod uid
+        self.by_pod: dict[str, list[str]] = {}  # pod uid -> device uuids
+        self.stop = threading.Event()
+
+    # -- event handling -------------------------------------------------------------------------
+    def handle(self, event_type: str, pod: client.V1Pod) -> None:
+        uid = pod.metadata.uid
+        ann = pod.metadata.annotations or {}
+        terminal = (pod.status and pod.status.phase in ("Succeeded", "Failed")) or pod.metadata.deletion_timestamp
+        if event_type == "DELETED" or terminal:
+            self.release(uid)
+            if event_type == "DELETED":
+                (self.log_dir / f"{pod.metadata.namespace}_{pod.metadata.name}_{uid}.log").unlink(missing_ok=True)
+            return
+        if ANN_DEVICES in ann or ANN_OUTCOME in ann:
+            self.remember(uid, ann.get(ANN_DEVICES, ""))
+            return
+        if not pod.spec.node_name:
+            return
+        wanted = gpu_requests(pod)
+        runs_to_completion = pod.spec.restart_policy in ("Never", "OnFailure")
+        if not wanted and not runs_to_completion:
+            return
+        node = self.core.read_node(pod.spec.node_name)
+        if (node.metadata.annotations or {}).get(KWOK_NODE_ANNOTATION) != "fake":
+            return
+        self.allocate_and_run(pod, node, wanted, runs_to_completion)
+
+    def remember(self, pod_uid: str, devices: str) -> None:
+        uuids = [u for u in devices.split(",") if u]
+        self.by_pod[pod_uid] = uuids
+        for u in uuids:
+            self.in_use[u] = pod_uid
+
+    def release(self, pod_uid: str) -> None:
+        for u in self.by_pod.pop(pod_uid, []):
+            self.in_use.pop(u, None)
+
+    def cuda_fails(self, pod: client.V1Pod) -> bool:
+        if (pod.metadata.annotations or {}).get(ANN_CUDA) == "fail":
+            return True
+        try:
+            cm = self.core.read_namespaced_config_map(SCENARIO_CONFIGMAP[1], SCENARIO_CONFIGMAP[0])
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return (cm.data or {}).get("cuda") == "fail"
+
+    def allocate_and_run(self, pod: client.V1Pod, node: client.V1Node, wanted: dict[str, int],
+                         runs_to_completion: bool) -> None:
+        uid, ns, name = pod.metadata.uid, pod.metadata.namespace, pod.metadata.name
+        given: list[Device] = []
+        short = []
+        for resource, n in sorted(wanted.items()):
+            free = [d for d in node_devices(node) if d.resource == resource and d.uuid not in self.in_use]
+            if len(free) < n:
+                short.append(f"{resource}: want {n}, free {len(free)}")
+            given.extend(free[:n])
+        ok = not short and not (wanted and self.cuda_fails(pod))
+        text = echo_text(pod)
+        if wanted:
+            lines = smi_lines(given) + (VECTORADD_OK if ok else VECTORADD_BUSY)
+            lines += [text] if text and ok else []
+        else:
+            lines = [text] if text else []
+        logfile = self.log_dir / f"{ns}_{name}_{uid}.log"
+        logfile.write_text(cri_log(lines))
+        self.put_logs_object(pod, logfile)
+        self.remember(uid, ",".join(d.uuid for d in given))
+        annotations = {ANN_DEVICES: ",".join(d.uuid for d in given)}
+        if runs_to_completion:
+            if ok or pod.spec.restart_policy == "Never":
+                annotations[ANN_OUTCOME] = "succeeded" if ok else "failed"
+            else:
+                annotations[ANN_SIMULATE] = "crashloop"
+        try:
+            self.core.patch_namespaced_pod(name, ns, {"metadata": {"annotations": annotations}})
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+            self.release(uid)
+        log.info("pod %s/%s on %s: devices=%s outcome=%s %s", ns, name, node.metadata.name,
+                 annotations[ANN_DEVICES], annotations.get(ANN_OUTCOME, annotations.get(ANN_SIMULATE)),
+                 "; ".join(short))
+
+    def put_logs_object(self, pod: client.V1Pod, logfile: Path) -> None:
+        body = {
+            "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs",
+            "metadata": {
+                "name": pod.metadata.name, "namespace": pod.metadata.namespace,
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name,
+                                     "uid": pod.metadata.uid}],
+            },
+            "spec": {"logs": [{"logsFile": str(logfile)}]},
+        }
+        args = ("kwok.x-k8s.io", "v1alpha1", pod.metadata.namespace, "logs")
+        try:
+            self.custom.create_namespaced_custom_object(*args, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            self.custom.delete_namespaced_custom_object(*args, pod.metadata.name)
+            self.custom.create_namespaced_custom_object(*args, body)
+
+    # -- list + watch loop ----------------------------------------------------------------------
+    def run(self) -> None:
+        backoff = 0.2
+        while not self.stop.is_set():
+            try:
+                pods = self.core.list_pod_for_all_namespaces()
+                for pod in pods.items:  # first remember, then act: never hand out a used device
+                    ann = pod.metadata.annotations or {}
+                    if ANN_DEVICES in ann and pod.status.phase not in ("Succeeded", "Failed"):
+                        self.remember(pod.metadata.uid, ann[ANN_DEVICES])
+                for pod in pods.items:
+                    self.handle("ADDED", pod)
+                rv = pods.metadata.resource_version
+                backoff = 0.2
+                w = watch.Watch()
+                for event in w.stream(self.core.list_pod_for_all_namespaces, resource_version=rv,
+                                      timeout_seconds=300):
+                    if self.stop.is_set():
+                        w.stop()
+                        break
+                    if event["type"] == "ERROR":
+                        break  # e.g. 410 Gone: relist
+                    try:
+                        self.handle(event["type"], event["object"])
+                    except ApiException as exc:
+                        log.warning("handling %s failed: %s", event["object"].metadata.name, exc.reason)
+            except Exception as exc:  # noqa: BLE001 - the API server may be restarting; relist
+                log.warning("watch loop: %s: %s", type(exc).__name__, exc)
+                self.stop.wait(backoff)
+                backoff = min(backoff * 2, 5.0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m testbed.cluster.devicesim", description=__doc__.splitlines()[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--log-dir", required=True, type=Path)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from testbed.cluster.kube import client_for
+    DeviceSim(client_for(args.kubeconfig), args.log_dir).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

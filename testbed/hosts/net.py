@@ -1,0 +1,311 @@
+"""Serve simulated hosts over real SSH: one network namespace and one sshd per scenario.
+
+Layout: a bridge ``gpucbr0`` (10.213.0.1/24) in the root namespace; per node a namespace
+``gpuc-<scenario>`` holding one end of a veth pair (``eth0``, 10.213.0.<10+i>) and Debian's
+``/usr/sbin/sshd`` with ``ChrootDirectory`` = the scenario's rendered root, its own host key and
+config, key-only root login. An ``ssh_config`` names each node after its scenario, so the suite
+runs ``--hosts=ssh://root@gpu-good,...`` and test ids carry the scenario name.
+
+Everything created carries the ``gpuc`` prefix and is recorded in ``<state>/nodes.json``;
+:func:`sweep` removes what an interrupted run left behind (our recorded sshds, ``gpuc-*``
+namespaces and their processes, ``gpuc*`` links) and runs before every start.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Iterable
+
+import tenacity
+
+from testbed.hosts import rootfs, scenarios
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_STATE = REPO / ".state" / "hosts"
+PREFIX = "gpuc"
+BRIDGE = f"{PREFIX}br0"
+SUBNET = "10.213.0"
+GATEWAY = f"{SUBNET}.1"
+FIRST_HOST = 10
+SSHD = "/usr/sbin/sshd"
+READY_TIMEOUT_S = 20.0
+
+
+@dataclasses.dataclass
+class Node:
+    name: str
+    address: str
+    namespace: str
+    root: Path
+    pid: int | None = None
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+class SshNodes:
+    """Build scenarios and serve them over SSH for the life of a ``with`` block.
+
+    >>> with SshNodes(["gpu-good", "dkms-added"]) as nodes:
+    ...     subprocess.run(["pytest", "-m", "node", f"--hosts={nodes.hosts_arg}",
+    ...                     f"--ssh-config={nodes.ssh_config}"])
+    """
+
+    def __init__(self, names: Iterable[str], state: Path = DEFAULT_STATE):
+        self.names = list(names)
+        if len(self.names) > 240:
+            raise ValueError("at most 240 nodes fit in 10.213.0.0/24")
+        self.state = Path(state).absolute()
+        self.nodes: list[Node] = []
+
+    # --- what callers use ---------------------------------------------------------------------
+
+    @property
+    def ssh_config(self) -> Path:
+        return self.state / "ssh_config"
+
+    @property
+    def client_key(self) -> Path:
+        return self.state / "client_key"
+
+    @property
+    def hosts_arg(self) -> str:
+        return ",".join(f"ssh://root@{n.name}" for n in self.nodes)
+
+    def root_of(self, name: str) -> Path:
+        return self.state / name / "root"
+
+    def __enter__(self) -> "SshNodes":
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- start / stop -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        sweep(self.state)
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.state.chmod(0o755)
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # Debian sshd's privilege-separation dir
+        self._keys()
+        self.nodes = [Node(name, f"{SUBNET}.{FIRST_HOST + i}", f"{PREFIX}-{name}", self.root_of(name))
+                      for i, name in enumerate(self.names)]
+        for node in self.nodes:
+            rootfs.render(scenarios.build(node.name), node.root, stage=self.state / ".bin")
+        self._record()  # before anything exists, so a sweep finds a half-built run
+        self._bridge()
+        for i, node in enumerate(self.nodes):
+            self._namespace(i, node)
+            self._sshd(node)
+            self._record()
+        for node in self.nodes:
+            self._wait_ready(node)
+        self._write_ssh_config()
+        self._check_login(self.nodes[0])
+
+    def stop(self) -> None:
+        sweep(self.state)
+        self.nodes = []
+
+    # --- pieces -------------------------------------------------------------------------------
+
+    def _keys(self) -> None:
+        if not self.client_key.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpuconform-testbed",
+                            "-f", str(self.client_key)], check=True)
+        authorized = self.state / "authorized_keys"
+        authorized.write_text(self.client_key.with_suffix(".pub").read_text())
+        authorized.chmod(0o600)
+
+    def _bridge(self) -> None:
+        _ip("link", "add", BRIDGE, "type", "bridge")
+        _ip("addr", "add", f"{GATEWAY}/24", "dev", BRIDGE)
+        _ip("link", "set", BRIDGE, "up")
+
+    def _namespace(self, i: int, node: Node) -> None:
+        outer, inner = f"{PREFIX}v{i}", f"{PREFIX}p{i}"
+        _ip("netns", "add", node.namespace)
+        _ip("link", "add", outer, "type", "veth", "peer", "name", inner)
+        _ip("link", "set", inner, "netns", node.namespace)
+        _ip("link", "set", outer, "master", BRIDGE)
+        _ip("link", "set", outer, "up")
+        ns = ("-n", node.namespace)
+        _ip(*ns, "link", "set", inner, "name", "eth0")
+        _ip(*ns, "addr", "add", f"{node.address}/24", "dev", "eth0")
+        _ip(*ns, "link", "set", "eth0", "up")
+        _ip(*ns, "link", "set", "lo", "up")
+
+    def _sshd(self, node: Node) -> None:
+        d = self.state / node.name
+        key = d / "ssh_host_ed25519_key"
+        if not key.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+        config = d / "sshd_config"
+        config.write_text(f"""# sshd of simulated host {node.name} (gpuconform test bed)
+Port 22
+ListenAddress {node.address}
+HostKey {key}
+PidFile {d / 'sshd.pid'}
+AuthorizedKeysFile {self.state / 'authorized_keys'}
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+ChrootDirectory {node.root}
+PrintMotd no
+PrintLastLog no
+UseDNS no
+X11Forwarding no
+AllowTcpForwarding no
+AllowAgentForwarding no
+PermitUserEnvironment no
+MaxStartups 200:30:400
+MaxSessions 100
+LoginGraceTime 30
+LogLevel ERROR
+""")
+        log = open(d / "sshd.log", "ab")
+        proc = subprocess.Popen(["ip", "netns", "exec", node.namespace, SSHD, "-D", "-e", "-f", str(config)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+        log.close()
+        node.pid = proc.pid  # `ip netns exec` execs sshd: same process
+
+    def _wait_ready(self, node: Node) -> None:
+        """Until port 22 answers (bounded); fails at once with sshd's log if sshd died."""
+        def attempt() -> None:
+            if node.pid is not None and not _alive(node.pid):
+                log = (self.state / node.name / "sshd.log").read_text(errors="replace")
+                raise RuntimeError(f"sshd of {node.name} exited: {log.strip()[-2000:]}")
+            with socket.create_connection((node.address, 22), timeout=1) as conn:
+                if not conn.recv(64).startswith(b"SSH-"):
+                    raise ConnectionError("no SSH banner")
+
+        retry = tenacity.Retrying(
+            stop=tenacity.stop_after_delay(READY_TIMEOUT_S),
+            wait=tenacity.wait_exponential(multiplier=0.02, max=0.5),
+            retry=tenacity.retry_if_exception_type(OSError),
+            reraise=True,
+        )
+        try:
+            retry(attempt)
+        except OSError as exc:
+            raise TimeoutError(f"{node.name} ({node.address}): port 22 did not answer within "
+                               f"{READY_TIMEOUT_S}s, last error: {exc}") from exc
+
+    def _write_ssh_config(self) -> None:
+        entries = [f"# simulated GPU hosts of the gpuconform test bed: {len(self.nodes)} nodes"]
+        for node in self.nodes:
+            entries.append(f"""Host {node.name}
+  HostName {node.address}
+  User root
+  IdentityFile {self.client_key}
+  IdentitiesOnly yes
+  StrictHostKeyChecking no
+  UserKnownHostsFile /dev/null
+  BatchMode yes
+  ConnectTimeout 5
+  LogLevel ERROR
+""")
+        self.ssh_config.write_text("\n".join(entries))
+
+    def _check_login(self, node: Node) -> None:
+        """One real login, so a broken chroot or key shows here rather than as 30 failing hosts."""
+        out = subprocess.run(["ssh", "-F", str(self.ssh_config), node.name, "cat /proc/sys/kernel/osrelease"],
+                             capture_output=True, text=True, timeout=30)
+        expected = scenarios.build(node.name).kernel
+        if out.returncode != 0 or out.stdout.strip() != expected:
+            raise RuntimeError(f"login to {node.name} failed: rc={out.returncode} "
+                               f"stdout={out.stdout!r} stderr={out.stderr!r}")
+
+    def _record(self) -> None:
+        data = {"nodes": [{"name": n.name, "address": n.address, "namespace": n.namespace,
+                           "root": str(n.root), "pid": n.pid} for n in self.nodes]}
+        (self.state / "nodes.json").write_text(json.dumps(data, indent=2))
+
+
+# --- cleanup ----------------------------------------------------------------------------------
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie child of ours counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _ours(pid: int, state: Path) -> bool:
+    """True for an sshd started from this state folder (its config path is on its command line)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return SSHD in cmdline and str(state) in cmdline
+
+
+def _terminate(pids: Iterable[int]) -> None:
+    """SIGTERM, then SIGKILL what is left after a bounded wait; reaps our own children."""
+    pids = [p for p in pids if _alive(p)]
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 3
+    for pid in pids:
+        while _alive(pid) and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.02)
+        if _alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        _reap(pid)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def sweep(state: Path = DEFAULT_STATE) -> None:
+    """Remove every piece of a previous run: recorded sshds, gpuc-* namespaces (and the processes
+    inside them, which only this test bed starts), gpuc* links."""
+    state = Path(state).absolute()
+    record = state / "nodes.json"
+    if record.exists():
+        try:
+            recorded = json.loads(record.read_text()).get("nodes", [])
+        except ValueError:
+            recorded = []
+        _terminate(n["pid"] for n in recorded if n.get("pid") and _ours(n["pid"], state))
+    namespaces = [line.split()[0] for line in _ip("netns", "list", check=False).stdout.splitlines()
+                  if line.startswith(f"{PREFIX}-")]
+    for ns in namespaces:
+        pids = [int(p) for p in _ip("netns", "pids", ns, check=False).stdout.split()]
+        _terminate(pids)
+        _ip("netns", "del", ns, check=False)
+    for line in _ip("-o", "link", "show", check=False).stdout.splitlines():
+        name = line.split(":", 2)[1].strip().split("@")[0]
+        if name.startswith(PREFIX):
+            _ip("link", "del", name, check=False)
+    record.unlink(missing_ok=True)
