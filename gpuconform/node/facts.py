@@ -288,6 +288,16 @@ class NodeFacts:
         return {line.split(" ", 1)[1] for line in self.section("processes").out.splitlines() if " " in line}
 
     @cached
+    def persistence_without_daemon(self) -> bool:
+        """Persistence mode Enabled on every GPU although no nvidia-persistenced runs."""
+        try:
+            gpus = self.gpus
+        except CannotTell:
+            return False
+        return bool(gpus) and all(g["persistence_mode"] == "Enabled" for g in gpus) \
+            and "nvidia-persistenced" not in self.processes
+
+    @cached
     def fabric_manager_packages(self) -> list[tuple[str, str]]:
         return [tuple(line.split()[:2]) for line in self.section("fm_packages").out.splitlines()
                 if len(line.split()) >= 2]

@@ -9,6 +9,7 @@ Fixtures:
 """
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
@@ -19,7 +20,8 @@ from testbed.cluster.controlplane import REPO
 from testbed.cluster.kube import ignore_not_found, service_account_exists
 from testbed.cluster.waiting import wait_for
 
-STATE = REPO / ".state" / "selftest-cluster"
+# one bed per xdist worker (each needs its own ports and state folder)
+STATE = REPO / ".state" / f"selftest-cluster-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
 def pytest_configure(config):

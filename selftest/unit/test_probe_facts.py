@@ -74,3 +74,7 @@ def test_unreachable_host_cannot_tell_anything():
     facts = NodeFacts("gpu-9", {}, "cannot reach the host: ssh: connect to host gpu-9 port 22: No route to host")
     with pytest.raises(CannotTell, match="No route to host"):
         facts.modules
+
+
+def test_real_h200_persistence_is_legacy_mode(h200):
+    assert h200.persistence_without_daemon is True

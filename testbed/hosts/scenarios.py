@@ -399,12 +399,14 @@ def _ld_not_executable(s: Scenario) -> None:
     s.ld = "not-executable"
 
 
-@fault("driver-wrong-version", f"driver {OTHER_DRIVER} installed and loaded instead of {DRIVER}")
+@fault("driver-wrong-version", f"driver {OTHER_DRIVER} installed (dkms) and loaded instead of "
+                               f"{DRIVER}; fabric manager {DRIVER} then refuses to start")
 def _driver_wrong_version(s: Scenario) -> None:
     s.driver_version = OTHER_DRIVER
     s.dmesg = _driver_dmesg(OTHER_DRIVER)
     for e in s.dkms.entries if s.dkms else []:
         e.version = OTHER_DRIVER
+    _fabricmanager_fails(s)
 
 
 @fault("gpu-missing", "one of the eight GPUs is gone (7 visible, /dev/nvidia0..6)")
@@ -425,12 +427,16 @@ def _fabricmanager_mismatch(s: Scenario) -> None:
     for p in s.packages:
         if "fabric" in p.name:
             p.version = OTHER_DRIVER if s.package_format == "rpm" else f"{OTHER_DRIVER}-1"
-    _unit(s, "nvidia-fabricmanager.service", active_state="failed", sub_state="failed")
-    s.processes.remove("nv-fabricmanager")
+    _fabricmanager_fails(s)
 
 
 @fault("fabricmanager-inactive", "nvidia-fabricmanager enabled but failed, not running")
 def _fabricmanager_inactive(s: Scenario) -> None:
+    _fabricmanager_fails(s)
+
+
+def _fabricmanager_fails(s: Scenario) -> None:
+    """Fabric manager exits at start (e.g. its version differs from the driver's)."""
     _unit(s, "nvidia-fabricmanager.service", active_state="failed", sub_state="failed")
     s.processes.remove("nv-fabricmanager")
 

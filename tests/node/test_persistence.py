@@ -38,7 +38,9 @@ def test_persistenced_active(node, expected):
 def test_persistenced_running(node, expected):
     """A process named nvidia-persistenced runs on the host."""
     _required(expected)
-    assert "nvidia-persistenced" in node.processes, "no nvidia-persistenced process is running"
+    assert "nvidia-persistenced" in node.processes, "no nvidia-persistenced process is running" + (
+        " (persistence mode is on through the driver's legacy setting, which NVIDIA deprecates in favour "
+        "of the daemon)" if node.persistence_without_daemon else "")
 
 
 @check("node.gpu.persistence_mode", "Persistence mode is Enabled on every GPU",

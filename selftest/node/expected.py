@@ -1,0 +1,91 @@
+"""What the node suite must say about each simulated host (profiles/seed-h100.yaml).
+
+``fails``: the exact set of checks with verdict fail or error, each with a regular expression
+(case-insensitive) its message must match, so that the message names the cause. A parametrized
+check is written ``check_id[param]``. ``blocked`` / ``skipped``: checks that must at least carry
+that verdict. Everything not listed must pass (or be skipped / blocked for its own reason).
+"""
+from __future__ import annotations
+
+import dataclasses
+
+DRIVER_CHAIN = frozenset({
+    "node.driver.version", "node.driver.device_nodes", "node.smi.runs", "node.gpu.count",
+    "node.gpu.product", "node.smi.driver_version", "node.gpu.persistence_mode", "node.mig.mode",
+    "node.mig.no_pending", "node.gpu.ecc_enabled", "node.gpu.retired_pages", "node.gpu.row_remap",
+})
+
+
+@dataclasses.dataclass(frozen=True)
+class Expect:
+    fails: dict[str, str] = dataclasses.field(default_factory=dict)
+    blocked: frozenset[str] = frozenset()
+    skipped: frozenset[str] = frozenset()
+
+
+EXPECTED: dict[str, Expect] = {
+    "gpu-good": Expect(),
+    "good-mig": Expect(),          # profile group "*-mig" expects MIG enabled
+    "good-debian": Expect(),
+    "nouveau-loaded": Expect({"node.nouveau.not_loaded": r"nouveau"}),
+    "nouveau-not-blacklisted": Expect({"node.nouveau.blacklisted": r"blacklist nouveau"}),
+    # the good hosts' initramfs lists etc/modprobe.d/blacklist-nouveau.conf (dracut copies
+    # modprobe.d): only the module itself is the fault.
+    "nouveau-in-initramfs": Expect({"node.nouveau.not_in_initramfs": r"nouveau\.ko"}),
+    "cmdline-missing-sig-enforce": Expect({
+        "node.kernel.cmdline_required[module.sig_enforce=0]": r"module\.sig_enforce=0"}),
+    "cmdline-has-lockdown": Expect({
+        "node.kernel.cmdline_forbidden[lockdown]": r"lockdown=integrity",
+        "node.signing.lockdown": r"integrity",
+        # lockdown enforces module signatures: an unsigned DKMS rebuild would not load
+        "node.signing.dkms_rebuild_signed": r"sign",
+    }),
+    "sig-enforce-blocks-driver": Expect(
+        {
+            "node.signing.enforcement": r"sig_enforce=Y",
+            "node.signing.driver_loads": r"not loaded",
+            "node.driver.modules_loaded": r"nvidia",
+            # without the driver both daemons fail at start (a real host shows them failed)
+            "node.persistenced.active": r"failed",
+            "node.persistenced.running": r"nvidia-persistenced",
+            "node.fabricmanager.active": r"failed",
+        },
+        blocked=DRIVER_CHAIN),
+    "no-kernel-headers": Expect({"node.kernel.headers": r"build"}),
+    "dkms-added": Expect({"node.dkms.nvidia_installed": r"\badded\b"}),
+    "dkms-built": Expect({"node.dkms.nvidia_installed": r"\bbuilt\b"}),
+    "dkms-broken": Expect({"node.dkms.nvidia_installed": r"\bbroken\b"}),
+    "dkms-other-kernel-only": Expect({"node.dkms.nvidia_installed": r"6\.12\.20\.red80"}),
+    "dkms-wrong-version": Expect({"node.dkms.nvidia_installed": r"580\.82\.07"}),
+    "ld-not-executable": Expect({"node.toolchain.ld_runs": r"not executable|permission denied"}),
+    "driver-wrong-version": Expect({
+        "node.driver.version": r"580\.82\.07",
+        "node.smi.driver_version": r"580\.82\.07",
+        "node.dkms.nvidia_installed": r"580\.82\.07",
+        # fabric manager 580.95.05 must equal the driver (580.82.07) and refuses to start
+        "node.fabricmanager.version": r"580\.82\.07",
+        "node.fabricmanager.active": r"failed",
+    }),
+    "gpu-missing": Expect({"node.gpu.count": r"\b7\b", "node.driver.device_nodes": r"/dev/nvidia7"}),
+    "wrong-product": Expect({"node.gpu.product": r"H100 PCIe"}),
+    "fabricmanager-mismatch": Expect({"node.fabricmanager.version": r"580\.82\.07",
+                                      "node.fabricmanager.active": r"failed"}),
+    "fabricmanager-inactive": Expect({"node.fabricmanager.active": r"failed"}),
+    "persistenced-inactive": Expect({
+        "node.persistenced.enabled": r"disabled",
+        "node.persistenced.active": r"inactive",
+        "node.persistenced.running": r"nvidia-persistenced",
+    }),
+    "persistence-disabled": Expect({"node.gpu.persistence_mode": r"disabled|not enabled"}),
+    "toolkit-missing": Expect({"node.toolkit.nvidia_ctk": r"nvidia-ctk"}),
+    "runtime-binary-missing": Expect({"node.toolkit.runtime_binary": r"/usr/bin/nvidia-container-runtime"}),
+    "containerd-no-nvidia-runtime": Expect({"node.containerd.nvidia_runtime": r"nvidia"},
+                                           blocked=frozenset({"node.containerd.nvidia_default"})),
+    "containerd-not-default": Expect({"node.containerd.nvidia_default": r"runc"}),
+    "bpf-jit-harden-2": Expect({"node.sysctl[net.core.bpf_jit_harden]": r"\b2\b"}),
+    "mig-pending": Expect({"node.mig.no_pending": r"GPU 3"}),
+    "xid-in-log": Expect({"node.kernel.no_xid": r"Xid.*\b79\b"}),
+    "ecc-disabled": Expect({"node.gpu.ecc_enabled": r"GPU 5"}),
+    "row-remap-failure": Expect({"node.gpu.row_remap": r"GPU 2"}),
+    "no-systemd": Expect(skipped=frozenset({"node.persistenced.enabled", "node.persistenced.active"})),
+}
