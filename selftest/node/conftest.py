@@ -7,21 +7,12 @@ Fixtures:
 """
 from __future__ import annotations
 
-import collections
-import json
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+from harness import STATE, by_scenario, run_node_suite
 from testbed.hosts import net, scenarios
-
-REPO = Path(__file__).resolve().parents[2]
-STATE = REPO / ".state" / "selftest-hosts"
-PROFILE = REPO / "profiles" / "seed-h100.yaml"
-SUITE_TIMEOUT_S = 300
 
 
 def pytest_configure(config):
@@ -45,30 +36,6 @@ def ssh_nodes():
     _skip_unless_root()
     with net.SshNodes(scenarios.names(), STATE) as nodes:
         yield nodes
-
-
-def run_node_suite(*args: str, report_dir: Path) -> tuple[subprocess.CompletedProcess, list[dict]]:
-    """``pytest -m node`` with the seed profile, in a subprocess; returns it and its results."""
-    report_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "-m", "node", "-p", "no:cacheprovider", "-q",
-           "--profile", str(PROFILE), "--report-dir", str(report_dir), *args]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=SUITE_TIMEOUT_S)
-    reports = sorted(report_dir.glob("*.json"))
-    assert reports, (f"the node suite wrote no JSON report (exit {proc.returncode}):\n"
-                     f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc, json.loads(reports[-1].read_text())["results"]
-
-
-def by_scenario(results: list[dict]) -> dict[str, list[dict]]:
-    """Results grouped by scenario; a chroot host (``<state>/<scenario>/root``) counts as its scenario."""
-    known = set(scenarios.names())
-    grouped: dict[str, list[dict]] = collections.defaultdict(list)
-    for r in results:
-        host = r.get("host") or ""
-        parts = Path(host.split("://")[-1]).parts
-        name = host if host in known else next((p for p in reversed(parts) if p in known), host)
-        grouped[name].append(r)
-    return grouped
 
 
 @pytest.fixture(scope="session")
