@@ -2,8 +2,9 @@
 
 Fixtures:
 * ``ssh_nodes``    -- every scenario built and served by its own sshd (session scope);
-* ``node_results`` -- the real node suite run once over all nodes, its JSON results by scenario;
-* ``run_node_suite`` -- callable running ``pytest -m node`` in a subprocess from the repo root.
+* ``node_results`` -- the real node suite run once over all nodes, its JSON results by scenario.
+
+Only one set of simulated hosts can run at a time: starting them sweeps any other (``make hosts-up``).
 """
 from __future__ import annotations
 
