@@ -82,12 +82,18 @@ class Hooks:
     # -- collection ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Markers mirror folders: tests/node/** is `node`, and so on."""
+        """Markers mirror folders: tests/node/** is `node`, and so on. Checks marked
+        `disruptive` change the platform: they run only when -m names them."""
         for item in items:
             parts = Path(str(item.path)).parts
             for layer in LAYERS:
                 if "tests" in parts and layer in parts[parts.index("tests"):]:
                     item.add_marker(layer)
+        if "disruptive" not in (self.config.option.markexpr or ""):
+            dropped = [i for i in items if i.get_closest_marker("disruptive") is not None]
+            if dropped:
+                self.config.hook.pytest_deselected(items=dropped)
+                items[:] = [i for i in items if i.get_closest_marker("disruptive") is None]
 
     def pytest_report_header(self) -> list[str]:
         return [f"gpuconform {__version__}: profile {self.profile.name} ({self.profile.path}, "

@@ -3,6 +3,8 @@ import pytest
 
 from gpuconform.checks import check
 
+pytestmark = pytest.mark.mig
+
 
 @check("node.mig.mode", "MIG mode is as the profile says on every GPU",
        fix="let the GPU Operator's MIG manager apply the node's nvidia.com/mig.config label, or "
