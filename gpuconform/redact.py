@@ -4,6 +4,8 @@ from __future__ import annotations
 import re
 
 MASK = "***"
+_KEY = (r"[\w.-]*(?:password|passwd|secret|token|api[_-]?key|client-key-data|client-certificate-data|"
+        r"private[_-]?key)[\w.-]*")
 
 _PATTERNS = [
     # Authorization headers and bearer tokens
@@ -12,11 +14,13 @@ _PATTERNS = [
     # cookies: keep names, hide values
     (re.compile(r"(?i)\b((?:set-)?cookie\s*[:=]\s*)([^\r\n]+)"),
      lambda m: m.group(1) + re.sub(r"=([^;,\s]+)", "=" + MASK, m.group(2))),
-    # key=value / key: value secrets (password, token, secret, client-key-data...)
-    (re.compile(r"(?i)\b([\w.-]*(?:password|passwd|secret|token|api[_-]?key|client-key-data|"
-                r"client-certificate-data|private[_-]?key)[\w.-]*)([\"']?\s*[:=]\s*)"
+    # key=value / key: value secrets (password, token, secret, client-key-data...); a value that is
+    # itself such a key ("secret: password = x") is left for the next match to mask its value
+    (re.compile(rf"(?i)\b({_KEY})([\"']?\s*[:=]\s*)(?!{_KEY}[\"']?\s*[:=])"
                 r"(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"),
      r"\1\2" + MASK),
+    # credentials inside URLs: scheme://user:password@host
+    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^:/\s@]+:)([^@\s/]+)(@)"), r"\1" + MASK + r"\3"),
     # JWTs anywhere
     (re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"), MASK),
     # PEM private keys

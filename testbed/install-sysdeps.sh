@@ -11,3 +11,10 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
+# The report selftests render the HTML report in a real browser (headless Debian chromium).
+if [ ! -x /usr/bin/chromium ]; then
+  echo "installing: chromium"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+fi

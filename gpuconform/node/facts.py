@@ -160,13 +160,16 @@ class NodeFacts:
 
     @cached
     def initramfs_nouveau(self) -> tuple[str, list[str]]:
-        """(tool used, lines of the initramfs listing that mention nouveau)."""
+        """(tool used, nouveau module files in the initramfs listing).
+
+        The listing also names /etc/modprobe.d/blacklist-nouveau.conf, which dracut and
+        initramfs-tools copy in: only nouveau.ko[.xz|.zst|.gz] counts."""
         sec = self.section("initramfs")
         lines = sec.out.splitlines()
         tool = lines[0].partition("=")[2] if lines and lines[0].startswith("tool=") else "none"
         if tool == "none":
             raise Unavailable("neither lsinitrd nor lsinitramfs is installed on the host")
-        return tool, [x for x in lines[1:] if x.strip()]
+        return tool, [x for x in lines[1:] if re.search(r"(^|/)nouveau\.ko(\.\w+)?\s*$", x.split()[-1] if x.split() else "")]
 
     @cached
     def sig_enforce(self) -> bool:
@@ -285,7 +288,11 @@ class NodeFacts:
 
     @cached
     def processes(self) -> set[str]:
+        """Process names as the kernel keeps them (/proc/<pid>/comm: at most 15 characters)."""
         return {line.split(" ", 1)[1] for line in self.section("processes").out.splitlines() if " " in line}
+
+    def process_running(self, name: str) -> bool:
+        return name[:15] in self.processes
 
     @cached
     def persistence_without_daemon(self) -> bool:
@@ -295,7 +302,7 @@ class NodeFacts:
         except CannotTell:
             return False
         return bool(gpus) and all(g["persistence_mode"] == "Enabled" for g in gpus) \
-            and "nvidia-persistenced" not in self.processes
+            and not self.process_running("nvidia-persistenced")
 
     @cached
     def fabric_manager_packages(self) -> list[tuple[str, str]]:

@@ -94,9 +94,10 @@ def _steps(sysctls: tuple[str, ...]) -> list[tuple[str, str]]:
                     'elif [ -L "$b" ]; then echo "dangling $(readlink "$b")"; else echo "absent $b"; fi'),
         ("dkms_version", '$T dkms --version'),
         ("dkms_status", '$T dkms status'),
-        ("ld", 'p=$(command -v ld) || { echo "path="; exit 127; }; echo "path=$p"; '
+        # bash's `command -v` skips a file without the run bit, so look at /usr/bin/ld as well
+        ("ld", 'p=$(command -v ld) || p=/usr/bin/ld; [ -e "$p" ] || { echo "path="; exit 127; }; echo "path=$p"; '
                'echo "real=$(readlink -f "$p")"; ls -lL "$p"; [ -x "$p" ] && echo "executable=yes" || echo "executable=no"; '
-               '$T ld --version | head -n 1'),
+               '$T "$p" --version | head -n 1'),
         ("driver_version", 'cat /proc/driver/nvidia/version'),
         ("dev_nodes", 'ls -l /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia[0-9]*'),
         ("smi_gpus", f'$T nvidia-smi --query-gpu={q} --format=csv,noheader'),

@@ -1,12 +1,8 @@
-"""Hooks: profile loading, layer markers, verdicts, evidence (redacted at one point), reports."""
+"""Hooks: profile and waiver loading, layer markers, verdicts, evidence (redacted at one point),
+and the reports (JSON here, HTML through pytest-html's hooks, JUnit through user properties).
+The logic lives in gpuconform/report/; this file wires it to pytest."""
 from __future__ import annotations
 
-import datetime as dt
-import getpass
-import json
-import os
-import socket
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,59 +12,58 @@ from gpuconform import profile as profile_mod
 from gpuconform.checks import fix_for
 from gpuconform.node.facts import CannotTell, Unavailable
 from gpuconform.plugin import keys
-from gpuconform.redact import redact
+from gpuconform.report import html as report_html
+from gpuconform.report import record as rec
+from gpuconform.report import waivers as waivers_mod
+from gpuconform.report.fingerprint import host_summary
+from gpuconform.report.model import LAYERS
+from gpuconform.report.run import RunReport
 
-LAYERS = ("node", "cluster", "kubeflow")
-COULD_NOT_CHECK = "could not check: "
-BLOCKED = "blocked by "
-
-
-def verdict_of(report: pytest.TestReport, reason: str) -> str:
-    if report.passed:
-        return "pass"
-    if report.skipped:
-        if reason.startswith(BLOCKED):
-            return "blocked"
-        if reason.startswith(COULD_NOT_CHECK):
-            return "error"
-        return "skip"
-    return "fail" if report.when == "call" else "error"
+COULD_NOT_CHECK = rec.COULD_NOT_CHECK
+CSS = Path(__file__).resolve().parent.parent / "report" / "report.css"
 
 
-def _message(call: pytest.CallInfo) -> str:
-    if call.excinfo is None:
-        return ""
-    exc = call.excinfo.value
-    if isinstance(exc, pytest.skip.Exception):
-        return str(exc.msg)
-    text = str(exc).strip()
-    if isinstance(exc, AssertionError):
-        text = text.split("\nassert ")[0]
-        return text or "assertion failed"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _chroot_paths(config: pytest.Config) -> None:
+    """Let ``chroot:///abs/root`` name a chroot host: testinfra reads the URL's (empty) host part,
+    so such hosts become paths under ``--connection=chroot``."""
+    specs = (getattr(config.option, "hosts", None) or "").split(",")
+    roots = [s for s in specs if s.startswith("chroot:///")]
+    if not roots:
+        return
+    if len(roots) != len(specs):
+        raise pytest.UsageError("--hosts: chroot:///PATH hosts cannot be mixed with other kinds in one run")
+    config.option.hosts = ",".join(s[len("chroot://"):] for s in roots)
+    config.option.connection = "chroot"
 
 
 class Hooks:
     def __init__(self, config: pytest.Config):
         self.config = config
-        self.records: list[dict] = []
-        self.started = dt.datetime.now(dt.timezone.utc)
-        path = config.option.gpuconform_profile or str(Path(config.rootpath, "profiles", "seed-h100.yaml"))
+        opt = config.option
+        path = opt.gpuconform_profile or str(Path(config.rootpath, "profiles", "seed-h100.yaml"))
         try:
             self.profile = profile_mod.load(path)
-        except profile_mod.ProfileError as exc:
+            self.waivers = waivers_mod.load(opt.gpuconform_waivers) if opt.gpuconform_waivers else ()
+        except (profile_mod.ProfileError, waivers_mod.WaiverError) as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.today = waivers_mod.today_utc()
         config.stash[keys.PROFILE] = self.profile
-        if not getattr(config.option, "hosts", None) and self.profile.profile.hosts:
-            config.option.hosts = ",".join(self.profile.profile.hosts)
+        if not getattr(opt, "hosts", None) and self.profile.profile.hosts:
+            opt.hosts = ",".join(self.profile.profile.hosts)
+        _chroot_paths(config)
+        self._summarized: set[str] = set()  # hosts whose summary this process already sent
+        self.run: RunReport | None = None
         self.json_path = None
-        if not config.option.gpuconform_no_reports and not hasattr(config, "workerinput"):
+        if not opt.gpuconform_no_reports and not hasattr(config, "workerinput"):
+            selection = " ".join(f"{flag} {val!r}" for flag, val in (("-m", opt.markexpr), ("-k", opt.keyword)) if val)
+            self.run = RunReport(self.profile, self.waivers, Path(config.rootpath),
+                                 tuple(config.invocation_params.args), selection or None, self.today)
             self._plan_reports()
 
     def _plan_reports(self) -> None:
         opt = self.config.option
         folder = Path(opt.gpuconform_report_dir or Path(self.config.rootpath, "reports"))
-        stamp = self.started.strftime("%Y%m%dT%H%M%SZ")
+        stamp = self.run.started.strftime("%Y%m%dT%H%M%SZ")
         name = opt.gpuconform_report_name or f"{self.profile.name}-{stamp}"
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -78,26 +73,29 @@ class Hooks:
         if getattr(opt, "htmlpath", None) is None and hasattr(opt, "self_contained_html"):
             opt.htmlpath = str(folder / f"{name}.html")
             opt.self_contained_html = True
+        if getattr(opt, "htmlpath", None) and isinstance(getattr(opt, "css", None), list):
+            opt.css.append(str(CSS))
 
     # -- collection ---------------------------------------------------------------------------
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Markers mirror folders: tests/node/** is `node`, and so on. Checks marked
-        `disruptive` change the platform: they run only when -m names them."""
+        """Markers mirror folders: tests/node/** is `node`, and so on."""
         for item in items:
             parts = Path(str(item.path)).parts
             for layer in LAYERS:
                 if "tests" in parts and layer in parts[parts.index("tests"):]:
                     item.add_marker(layer)
-        if "disruptive" not in (self.config.option.markexpr or ""):
-            dropped = [i for i in items if i.get_closest_marker("disruptive") is not None]
-            if dropped:
-                self.config.hook.pytest_deselected(items=dropped)
-                items[:] = [i for i in items if i.get_closest_marker("disruptive") is None]
 
     def pytest_report_header(self) -> list[str]:
         return [f"gpuconform {__version__}: profile {self.profile.name} ({self.profile.path}, "
                 f"sha256 {self.profile.sha256[:12]})"]
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        try:  # pytest-html shows pytest-metadata's environment table: mask secrets there too
+            from pytest_metadata.plugin import metadata_key
+        except ImportError:
+            return
+        rec.redact_mapping(session.config.stash.get(metadata_key, {}))
 
     # -- running ------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
@@ -111,76 +109,77 @@ class Hooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        """The one point where a result, its evidence and its facts enter the reports."""
         report: pytest.TestReport = yield
         mark = item.get_closest_marker("check")
+        if mark is None:
+            return report
+        rec.redact_report(report)
         final = (call.when == "call") or (call.when == "setup" and not report.passed)
-        if mark is None or not final:
+        if not final:
             return report
         facts = item.funcargs.get("node") if hasattr(item, "funcargs") else None
-        message = redact(_message(call))
-        verdict = verdict_of(report, message)
-        callspec = getattr(item, "callspec", None)
-        param = next((str(v) for k, v in (callspec.params.items() if callspec else ())
-                      if not k.startswith("_")), None)
-        host = getattr(facts, "host", None)
-        if host is None and callspec and "_testinfra_host" in callspec.params:
-            host = callspec.params["_testinfra_host"].backend.get_hostname()
-        evidence = ""
-        if facts is not None and verdict in ("pass", "fail", "error"):
-            evidence = redact(facts.evidence(*mark.kwargs.get("evidence", ())))
-        fix = fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None)) if verdict == "fail" else None
+        fix = fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
         layer = next((m.name for m in item.iter_markers() if m.name in LAYERS), None)
-        record = {"check_id": mark.kwargs["id"], "param": param, "title": mark.kwargs["title"],
-                  "rule": (item.function.__doc__ or "").strip() if hasattr(item, "function") else "",
-                  "layer": layer, "host": host, "verdict": verdict, "message": message,
-                  "evidence": evidence, "remediation": fix, "nodeid": item.nodeid,
-                  "duration": round(report.duration, 3)}
-        report.user_properties.append(("gpuconform", record))
-        self._html_extras(item, report, record)
+        record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
+        notes = item.stash.get(keys.EVIDENCE, None)  # added by checks via the `evidence` fixture
+        if notes and record["verdict"] in ("pass", "fail", "error"):
+            record["evidence"] = rec.redact("\n\n".join(filter(None, [record["evidence"], *notes])))
+        if record["verdict"] == "fail" and self.waivers:
+            ref = waivers_mod.match(self.waivers, record["check_id"], record["param"], record["host"], self.today)
+            if ref:
+                record["waiver"] = ref
+                record["verdict"] = "waived" if ref["status"] == "valid" else "fail"
+        report.gpuconform_record = record
+        if facts is not None and facts.host not in self._summarized:
+            self._summarized.add(facts.host)
+            report.gpuconform_host = rec.redact_obj(host_summary(facts))
+        if item.stash.get(rec.PLATFORM, None):
+            report.gpuconform_platform = rec.redact_obj(item.stash[rec.PLATFORM])
+        # JUnit writes user properties as <properties>: three simple ones, never the record
+        item.user_properties.extend([("check_id", record["check_id"] + (f"[{record['param']}]" if record["param"] else "")),
+                                     ("host", record["host"] or ""), ("verdict", record["verdict"])])
+        self._html_extras(report, record)
         return report
 
-    def _html_extras(self, item, report, record) -> None:
+    def _html_extras(self, report: pytest.TestReport, record: dict) -> None:
         html = self.config.pluginmanager.getplugin("html")
         if html is None:
             return
-        extras = getattr(report, "extras", [])
-        head = f"[{record['verdict'].upper()}] {record['check_id']}: {record['title']}"
-        if record["message"]:
-            head += f"\n{record['message']}"
-        if record["remediation"]:
-            head += f"\n\nHow to fix:\n{record['remediation']}"
-        extras.append(html.extras.text(head, name="verdict"))
-        if record["evidence"]:
-            extras.append(html.extras.text(record["evidence"], name="evidence"))
-        report.extras = extras
+        report.extras = [*getattr(report, "extras", []), html.extras.html(report_html.detail(record))]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        for key, value in report.user_properties:
-            if key == "gpuconform":
-                self.records.append(value)
+        if self.run is not None:
+            self.run.add(report)
+
+    # -- pytest-html --------------------------------------------------------------------------
+    def pytest_html_report_title(self, report) -> None:
+        report.title = f"gpuconform — {self.profile.name} conformance report"
+
+    def pytest_html_results_table_header(self, cells: list[str]) -> None:
+        report_html.header_cells(cells)
+
+    def pytest_html_results_table_row(self, report, cells: list[str]) -> None:
+        report_html.row_cells(getattr(report, "gpuconform_record", None), cells)
+
+    def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list, session) -> None:
+        if self.run is None or self.run.doc is None:
+            return
+        opt = self.config.option
+        pre, post = report_html.summary_fragments(self.run.doc, self.json_path.name, self.run.json_sha256,
+                                                  opt.gpuconform_signoff_approver or "",
+                                                  opt.gpuconform_signoff_role or "")
+        prefix.extend(pre)
+        postfix.extend(post)
 
     # -- reports ------------------------------------------------------------------------------
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.json_path is None:
-            return
-        counts: dict[str, int] = {}
-        for r in self.records:
-            counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-        doc = {
-            "schema": "gpuconform/results/v1",
-            "fingerprint": {
-                "profile": self.profile.name, "profile_path": self.profile.path,
-                "profile_sha256": self.profile.sha256, "suite_version": __version__,
-                "run_by": f"{getpass.getuser()}@{socket.gethostname()}",
-                "command": redact(" ".join([os.path.basename(sys.argv[0])] + sys.argv[1:])),
-                "started": self.started.isoformat(timespec="seconds"),
-                "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            },
-            "counts": counts,
-            "results": self.records,
-        }
-        self.json_path.write_text(json.dumps(doc, indent=2) + "\n")
+        """Writes the JSON before pytest-html (trylast) renders the page, so the page carries its sha256."""
+        if self.run is not None and self.json_path is not None:
+            self.run.write_json(self.json_path)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        if self.json_path is not None and self.json_path.exists():
-            terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path}")
+        if self.run is not None and self.run.doc is not None:
+            v = self.run.doc["verdict"]
+            terminalreporter.write_line(f"gpuconform: {v['word']}" + (f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""))
+            terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")

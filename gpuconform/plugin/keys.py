@@ -4,3 +4,5 @@ import pytest
 from gpuconform.profile import LoadedProfile
 
 PROFILE = pytest.StashKey[LoadedProfile]()
+#: (title, text) pairs a check adds with the ``evidence`` fixture; shown with its result
+EVIDENCE = pytest.StashKey[list]()

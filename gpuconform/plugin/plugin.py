@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from gpuconform.plugin import fixtures, hooks
+from gpuconform.plugin import cluster_fixtures, fixtures, hooks
 
 MARKERS = {
     "node": "node (host) conformance checks",
@@ -29,6 +29,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="report file name without extension (default: <profile>-<UTC timestamp>)")
     group.addoption("--no-reports", dest="gpuconform_no_reports", action="store_true",
                     help="write no HTML/JSON report")
+    group.addoption("--waivers", dest="gpuconform_waivers", metavar="PATH", default=None,
+                    help="waiver YAML: known failures accepted until an expiry date (see gpuconform/report/README.md)")
+    group.addoption("--signoff-approver", dest="gpuconform_signoff_approver", metavar="NAME", default=None,
+                    help="approver name printed in the report's sign-off block (default: a blank line to fill in)")
+    group.addoption("--signoff-role", dest="gpuconform_signoff_role", metavar="ROLE", default=None,
+                    help="approver role printed in the report's sign-off block (default: a blank line)")
+    group.addoption("--kubeconfig", dest="gpuconform_kubeconfig", metavar="PATH", default=None,
+                    help="kubeconfig of the cluster under test (default: $KUBECONFIG, in-cluster "
+                         "config when run in a pod, else ~/.kube/config)")
+    group.addoption("--context", dest="gpuconform_context", metavar="NAME", default=None,
+                    help="kubeconfig context to use (default: the current context)")
+    group.addoption("--keep-on-failure", dest="gpuconform_keep_on_failure", action="store_true",
+                    help="keep the run's namespace and failed pods when a cluster check fails "
+                         "(remove later: python -m gpuconform.cluster.sweep)")
 
 
 def stray_option_value(config: pytest.Config) -> str | None:
@@ -52,4 +66,5 @@ def pytest_configure(config: pytest.Config) -> None:
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
+    config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
     config.pluginmanager.register(hooks.Hooks(config), "gpuconform-hooks")

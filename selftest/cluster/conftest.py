@@ -10,12 +10,17 @@ Fixtures:
 from __future__ import annotations
 
 import os
+import sys
 import uuid
+from pathlib import Path
 
 import pytest
 from kubernetes import client
 
-from testbed.cluster.bed import TestBed
+# testbed/ is not an installed package: make the repo root importable
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from testbed.cluster.bed import TestBed  # noqa: E402
 from testbed.cluster.controlplane import REPO
 from testbed.cluster.kube import ignore_not_found, service_account_exists
 from testbed.cluster.waiting import wait_for

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import collections
-import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 from expected import Expect
+from runner import run_suite
 from testbed.hosts import scenarios
 
 REPO = Path(__file__).resolve().parents[2]
@@ -19,14 +18,11 @@ SUITE_TIMEOUT_S = 300
 
 def run_node_suite(*args: str, report_dir: Path) -> tuple[subprocess.CompletedProcess, list[dict]]:
     """``pytest -m node`` with the seed profile, in a subprocess; returns it and its results."""
-    report_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "-m", "node", "-p", "no:cacheprovider", "-q",
-           "--profile", str(PROFILE), "--report-dir", str(report_dir), *args]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=SUITE_TIMEOUT_S)
-    reports = sorted(report_dir.glob("*.json"))
-    assert reports, (f"the node suite wrote no JSON report (exit {proc.returncode}):\n"
-                     f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc, json.loads(reports[-1].read_text())["results"]
+    proc, doc = run_suite("-m", "node", "-q", f"--profile={PROFILE}", *args,
+                          report_dir=report_dir, timeout=SUITE_TIMEOUT_S)
+    assert doc, (f"the node suite wrote no JSON report (exit {proc.returncode}):\n"
+                 f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc, doc["results"]
 
 
 def by_scenario(results: list[dict]) -> dict[str, list[dict]]:

@@ -5,7 +5,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory):
-    from conftest import run_suite
+    from runner import run_suite
     return run_suite("-m", "node", "--hosts=local://", report_dir=tmp_path_factory.mktemp("reports"))
 
 

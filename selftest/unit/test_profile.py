@@ -60,7 +60,7 @@ def test_missing_file(tmp_path):
 
 @pytest.mark.parametrize("name", ["seed-h100.yaml", "h200-devbox.yaml"])
 def test_shipped_profiles_are_valid(name):
-    from conftest import REPO
+    from runner import REPO
     lp = profile.load(REPO / "profiles" / name)
     assert lp.node_for("any-host").driver.version
 

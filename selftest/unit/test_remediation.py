@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from runner import REPO
 
 
 def run(script, root, *args):

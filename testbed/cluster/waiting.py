@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Callable, TypeVar
 
-from tenacity import RetryError, Retrying, retry_if_exception_type, retry_if_result, stop_after_delay, wait_exponential
+from tenacity import (RetryError, Retrying, retry_if_exception, retry_if_result, stop_after_delay,
+                      wait_exponential)
 
 T = TypeVar("T")
 
@@ -39,7 +40,7 @@ def wait_for(what: str, probe: Callable[[], T], timeout: float, *, interval: flo
     retrying = Retrying(
         stop=stop_after_delay(timeout),
         wait=wait_exponential(multiplier=0.05, max=interval),
-        retry=(retry_if_exception_type(Exception) & ~retry_if_exception_type(GiveUp)) | retry_if_result(lambda v: not v),
+        retry=retry_if_exception(lambda e: not isinstance(e, GiveUp)) | retry_if_result(lambda v: not v),
         reraise=False,
     )
     try:

@@ -1,14 +1,44 @@
-"""Command line of the simulated hosts: ``python -m testbed.hosts up|down|list|render``."""
+"""Command line of the simulated hosts: ``python -m testbed.hosts up|down|run|list|render``."""
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
 from testbed.hosts import net, rootfs, scenarios
 
 
+def _terminate_as_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _run_group(cmd: list[str]) -> int:
+    """Run ``cmd`` in its own process group; on interruption end that whole group, then re-raise."""
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        return proc.wait()
+    except BaseException:
+        for sig, grace in ((signal.SIGTERM, 5), (signal.SIGKILL, 5)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=grace)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
+    # SIGTERM (CI cancelling, kill) unwinds like Ctrl-C, so the nodes are stopped either way.
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # started in the background
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     parser = argparse.ArgumentParser(prog="python -m testbed.hosts", description=__doc__)
     parser.add_argument("--state", type=Path, default=net.DEFAULT_STATE,
                         help="folder for roots, keys, configs and logs (default: %(default)s)")
@@ -16,6 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     up = sub.add_parser("up", help="build the scenarios and serve them over SSH (stays up)")
     up.add_argument("names", nargs="*", help="scenarios to serve (default: all)")
     sub.add_parser("down", help="stop the sshds, delete namespaces and links")
+    run = sub.add_parser("run", help="serve the scenarios while COMMAND runs with --hosts and "
+                                     "--ssh-config appended, then stop them (even on failure)")
+    run.add_argument("--names", default="", help="comma-separated scenarios (default: all)")
+    run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND")
     sub.add_parser("list", help="scenario names with what each simulates")
     render = sub.add_parser("render", help="render one scenario into a root for chroot")
     render.add_argument("name")
@@ -28,6 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "render":
         root = rootfs.render(scenarios.build(args.name), args.root)
         print(f"--hosts=chroot://{root}")
+    elif args.command == "run":
+        names = [n for n in args.names.split(",") if n] or scenarios.names()
+        cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+        if not cmd:
+            parser.error("run needs a command after --")
+        with net.SshNodes(names, args.state) as nodes:
+            return _run_group([*cmd, f"--hosts={nodes.hosts_arg}", f"--ssh-config={nodes.ssh_config}"])
     elif args.command == "down":
         net.sweep(args.state)
         print("simulated hosts stopped")

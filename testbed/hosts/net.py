@@ -18,7 +18,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 from typing import Iterable
 
@@ -96,6 +95,7 @@ class SshNodes:
     # --- start / stop -------------------------------------------------------------------------
 
     def start(self) -> None:
+        _check_sshd_can_use(self.state)
         sweep(self.state)
         self.state.mkdir(parents=True, exist_ok=True)
         self.state.chmod(0o755)
@@ -237,6 +237,19 @@ LogLevel ERROR
         (self.state / "nodes.json").write_text(json.dumps(data, indent=2))
 
 
+def _check_sshd_can_use(state: Path) -> None:
+    """sshd refuses a ChrootDirectory or AuthorizedKeysFile below a folder that is not root-owned
+    or is writable by group/others (such as /tmp): say so now rather than as failed logins."""
+    for folder in [state, *state.parents]:
+        if not folder.exists():
+            continue
+        st = folder.stat()
+        if st.st_uid != 0 or st.st_mode & 0o022:
+            raise ValueError(f"state folder {state} is below {folder}, which is not root-owned or is "
+                             "writable by group/others; sshd (ChrootDirectory, StrictModes) refuses that. "
+                             "Use a folder such as .state/hosts in the repository.")
+
+
 # --- cleanup ----------------------------------------------------------------------------------
 
 def _alive(pid: int) -> bool:
@@ -260,24 +273,27 @@ def _ours(pid: int, state: Path) -> bool:
 
 
 def _terminate(pids: Iterable[int]) -> None:
-    """SIGTERM, then SIGKILL what is left after a bounded wait; reaps our own children."""
+    """SIGTERM, then SIGKILL what is still there after a bounded wait; reaps our own children."""
     pids = [p for p in pids if _alive(p)]
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + 3
-    for pid in pids:
-        while _alive(pid) and time.monotonic() < deadline:
-            _reap(pid)
-            time.sleep(0.02)
-        if _alive(pid):
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
             try:
-                os.kill(pid, signal.SIGKILL)
+                os.kill(pid, sig)
             except ProcessLookupError:
                 pass
+        try:
+            _until_gone(pids)
+            return
+        except tenacity.RetryError:
+            continue
+
+
+@tenacity.retry(stop=tenacity.stop_after_delay(3), wait=tenacity.wait_fixed(0.02),
+                retry=tenacity.retry_if_result(bool))
+def _until_gone(pids: list[int]) -> list[int]:
+    for pid in pids:
         _reap(pid)
+    return [p for p in pids if _alive(p)]
 
 
 def _reap(pid: int) -> None:

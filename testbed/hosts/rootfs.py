@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from testbed.hosts import containerd_configs
-from testbed.hosts.scenarios import DRIVER, Scenario
+from testbed.hosts.scenarios import DRIVER, Scenario, stable_uuid
 
 BUSYBOX = Path("/bin/busybox")
 EMULATORS = Path(__file__).parent / "emulators"
@@ -52,7 +52,9 @@ class _Root:
         """Install machine file ``source`` at ``p``: staged copy, hard-linked (copied if need be)."""
         staged = self.stage / source.lstrip("/")
         src = Path(source).resolve()
-        if not staged.exists() or staged.stat().st_size != src.stat().st_size:
+        fresh = src.stat()
+        if not staged.exists() or (staged.stat().st_size, staged.stat().st_mtime_ns) != \
+                (fresh.st_size, fresh.st_mtime_ns):
             staged.parent.mkdir(parents=True, exist_ok=True)
             tmp = staged.with_name(staged.name + f".{os.getpid()}")
             shutil.copy2(src, tmp)
@@ -250,13 +252,15 @@ def _kernel_tree(r: _Root, s: Scenario) -> None:
 
 
 def _initramfs_files(s: Scenario) -> list[str]:
-    kver = s.kernel
+    rhel = s.package_format == "rpm"
+    mods = f"usr/lib/modules/{s.kernel}" if rhel else f"lib/modules/{s.kernel}"  # dracut vs initramfs-tools
+    ko = "ko.xz" if rhel else "ko"
     files = [
-        "etc/modprobe.d/nvidia.conf" if s.package_format == "rpm" else "etc/modprobe.d/nvidia-graphics-drivers-kms.conf",
-        f"usr/lib/modules/{kver}/kernel/drivers/md/dm-mod.ko.xz",
-        f"usr/lib/modules/{kver}/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko.xz",
-        f"usr/lib/modules/{kver}/kernel/fs/xfs/xfs.ko.xz",
-        f"usr/lib/modules/{kver}/modules.dep",
+        "etc/modprobe.d/nvidia.conf" if rhel else "etc/modprobe.d/nvidia-graphics-drivers-kms.conf",
+        f"{mods}/kernel/drivers/md/dm-mod.{ko}",
+        f"{mods}/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.{ko}",
+        f"{mods}/kernel/fs/xfs/xfs.{ko}",
+        f"{mods}/modules.dep",
         "usr/bin/bash", "usr/bin/udevadm", "usr/lib/systemd/systemd",
     ]
     # dracut/initramfs-tools copy modprobe.d into the image: the blacklist file shows up by name.
@@ -321,9 +325,10 @@ def _tools(r: _Root, s: Scenario) -> None:
             f"{u.name}\t{u.load_state}\t{u.active_state}\t{u.sub_state}\t{u.unit_file_state}\n"
             for u in s.units))
         _install(r, "systemctl", "/usr/bin/systemctl")
+        journal = _journal(s)
         r.script("/usr/bin/journalctl", _canned("journalctl", [
-            ("*-k*-n*", _journal(s)[-1:] and _journal(s)[-1] + "\n", "", 0),
-            ("*-k*", "\n".join(_journal(s)) + "\n", "", 0)], "journalctl: only -k is simulated"))
+            ("*-k*-n*", journal[-1] + "\n", "", 0),
+            ("*-k*", "\n".join(journal) + "\n", "", 0)], "journalctl: only -k is simulated"))
 
     if s.package_format == "rpm":
         r.write(f"{STATE}/packages.tsv", "".join(
@@ -344,9 +349,9 @@ def _tools(r: _Root, s: Scenario) -> None:
     r.script("/usr/bin/dmesg", f"#!/bin/sh\n# dmesg emulator (gpuconform test bed)\ncat {STATE}/dmesg\n")
 
     r.script("/usr/sbin/modinfo", _canned("modinfo", [
-        ("nvidia|-F\\ version\\ nvidia", *(_modinfo_nvidia(s) if s.modinfo_nvidia else
-                                            ("", "modinfo: ERROR: Module nvidia not found.", 1)))],
-        "modinfo: ERROR: Module not found."))
+        ("nvidia", *(_modinfo_nvidia(s) if s.modinfo_nvidia else
+                     ("", "modinfo: ERROR: Module nvidia not found.", 1)))],
+        "modinfo: ERROR: Module not found (this simulated modinfo knows nvidia)."))
     r.script("/usr/bin/uname", _uname(s))
     r.script("/usr/bin/hostname", "#!/bin/sh\ncat /etc/hostname\n")
 
@@ -399,11 +404,10 @@ def _gpus_tsv(s: Scenario) -> str:
 
 
 def _mig_tsv(s: Scenario) -> str:
-    from testbed.hosts.scenarios import _uuid
     rows = ["gpu\tprofile\tdevice\tuuid"]
     for g in s.gpus:
         for n, profile in enumerate(g.mig_devices):
-            rows.append(f"{g.index}\t{profile}\t{n}\t{_uuid('MIG', 'h100', g.index, n)}")
+            rows.append(f"{g.index}\t{profile}\t{n}\t{stable_uuid('MIG', 'h100', g.index, n)}")
     return "\n".join(rows) + "\n"
 
 

@@ -29,7 +29,7 @@ BLACKLIST_NOUVEAU = (
 )
 
 
-def _uuid(kind: str, *parts: object) -> str:
+def stable_uuid(kind: str, *parts: object) -> str:
     """Stable, realistic-looking UUIDs (same hardware in every scenario)."""
     return f"{kind}-{uuid.uuid5(uuid.NAMESPACE_OID, '/'.join(map(str, parts)))}"
 
@@ -60,7 +60,7 @@ class Gpu:
 
     @property
     def uuid(self) -> str:
-        return _uuid("GPU", "h100", self.index)
+        return stable_uuid("GPU", "h100", self.index)
 
 
 @dataclasses.dataclass

@@ -18,13 +18,17 @@ def _required(expected):
             "default": "install the fabric manager package of exactly the driver's version"},
        evidence=["fm_packages", "fm_version"])
 def test_fabric_manager_version(node, expected):
-    """The installed fabric manager package has exactly the profile's driver version."""
+    """The installed fabric manager package has exactly the driver's version (the loaded driver's
+    when one is loaded, else the profile's)."""
     _required(expected)
     pkgs = node.fabric_manager_packages
     assert pkgs, "no fabric manager package is installed (nvidia-fabric-manager / nvidia-fabricmanager-<branch>)"
     versions = sorted({v.split("-")[0] for _, v in pkgs})
-    assert versions == [expected.driver.version], (
-        f"fabric manager {', '.join(versions)} installed, driver is {expected.driver.version}: the versions must be equal")
+    loaded = node.driver_proc_version
+    driver = loaded["version"] if loaded else expected.driver.version
+    assert versions == [driver], (
+        f"fabric manager {', '.join(versions)} installed, driver is {driver}"
+        f"{' (loaded)' if loaded else ' (profile)'}: the versions must be equal")
 
 
 @check("node.fabricmanager.active", "nvidia-fabricmanager service is active",

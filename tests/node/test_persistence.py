@@ -38,7 +38,7 @@ def test_persistenced_active(node, expected):
 def test_persistenced_running(node, expected):
     """A process named nvidia-persistenced runs on the host."""
     _required(expected)
-    assert "nvidia-persistenced" in node.processes, "no nvidia-persistenced process is running" + (
+    assert node.process_running("nvidia-persistenced"), "no nvidia-persistenced process is running" + (
         " (persistence mode is on through the driver's legacy setting, which NVIDIA deprecates in favour "
         "of the daemon)" if node.persistence_without_daemon else "")
 

@@ -1,0 +1,14 @@
+"""The cluster library: talk to a Kubernetes API server for the cluster checks.
+
+Data flows one way: the checks (tests/cluster) hand values to this library; it never reads the
+profile nor imports the checks. Modules:
+
+* ``connect``   -- a client from kubeconfig / context / in-cluster config, counting requests,
+                   one-line errors for an unreachable or unauthorised API server;
+* ``facts``     -- a read-only snapshot, one list call per kind, fetched on first use;
+* ``waiting``   -- the one wait helper: watch with a deadline, tenacity for transient errors;
+* ``namespace`` -- the run's labelled, prefixed, Pod-Security-restricted namespace and its cleanup;
+* ``workloads`` -- pods from ``manifests/`` run to completion, diagnostics captured before deletion;
+* ``operator``, ``kyverno``, ``nodes`` -- what the GPU Operator, Kyverno and GPU nodes look like;
+* ``sweep``     -- ``python -m gpuconform.cluster.sweep``: remove leftovers of interrupted runs.
+"""

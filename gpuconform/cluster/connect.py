@@ -1,0 +1,159 @@
+"""A connection to the API server: from --kubeconfig, $KUBECONFIG, in-cluster config or
+~/.kube/config; every HTTP request counted; transient errors retried under a deadline; every
+failure one line (``Unreachable`` / ``ClusterError``), never a traceback."""
+from __future__ import annotations
+
+import collections
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+from kubernetes.config.config_exception import ConfigException
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
+
+from gpuconform.cluster.errors import ClusterError, Unreachable, api_error_line
+
+T = TypeVar("T")
+TRANSIENT_STATUS = {429, 500, 502, 503, 504}
+IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
+
+
+def transient(exc: BaseException) -> bool:
+    """Worth another try: throttling, a server error, a dropped or refused connection."""
+    if isinstance(exc, ApiException):
+        return exc.status in TRANSIENT_STATUS or exc.status == 0
+    return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError))
+
+
+class CountingApiClient(client.ApiClient):
+    """ApiClient that counts the HTTP requests it sends (watches included), per method."""
+
+    def __init__(self, configuration: client.Configuration):
+        super().__init__(configuration)
+        self.requests: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+        self.user_agent = "gpuconform"
+
+    def call_api(self, method, url, *args, **kwargs):
+        with self._lock:
+            self.requests[method] += 1
+        return super().call_api(method, url, *args, **kwargs)
+
+    @property
+    def request_count(self) -> int:
+        return sum(self.requests.values())
+
+
+def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> tuple[client.Configuration, str]:
+    """The client configuration and a short text saying where it came from."""
+    cfg = client.Configuration()
+    env = os.environ.get("KUBECONFIG")
+    default = Path(config.KUBE_CONFIG_DEFAULT_LOCATION).expanduser()
+    try:
+        if kubeconfig or env or not os.environ.get(IN_CLUSTER_ENV):
+            path = kubeconfig or (None if env else str(default))
+            shown = kubeconfig or env or str(default)
+            if path and not Path(path).exists():
+                raise Unreachable(f"kubeconfig {shown} does not exist: pass --kubeconfig=PATH, set "
+                                  f"KUBECONFIG, or run the suite in a pod (in-cluster config)")
+            config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+            source = f"kubeconfig {shown}" + (f" (context {context})" if context else "")
+        else:
+            if context:
+                raise Unreachable("--context needs a kubeconfig; in-cluster config has no contexts")
+            config.load_incluster_config(client_configuration=cfg)
+            source = "in-cluster service account"
+    except (ConfigException, OSError, ValueError, TypeError) as exc:
+        text = str(exc).strip().splitlines()
+        raise Unreachable(f"cannot load cluster config: {text[0] if text else type(exc).__name__}") from None
+    cfg.retries = 0  # retries are ours (tenacity, under a deadline), not urllib3's
+    return cfg, source
+
+
+class Cluster:
+    """A connected API server: the client, typed API groups, raw JSON reads, the request count."""
+
+    def __init__(self, api: CountingApiClient, source: str, timeout: float):
+        self.api = api
+        self.source = source
+        self.timeout = timeout
+        self.core = client.CoreV1Api(api)
+        self.apps = client.AppsV1Api(api)
+        self.custom = client.CustomObjectsApi(api)
+
+    @property
+    def server(self) -> str:
+        return self.api.configuration.host
+
+    @property
+    def request_count(self) -> int:
+        return self.api.request_count
+
+    @property
+    def request_timeout(self) -> float:
+        """Seconds one HTTP request may take (lists of thousands of nodes included)."""
+        return max(self.timeout, 5.0)
+
+    def call(self, what: str, fn: Callable[..., T], *args, deadline_s: float | None = None, **kwargs) -> T:
+        """``fn(*args, **kwargs)``, retried on transient errors until the deadline; any failure
+        raised as one line naming ``what``."""
+        deadline_s = self.timeout if deadline_s is None else deadline_s
+        retrying = Retrying(stop=stop_after_delay(deadline_s), wait=wait_exponential(multiplier=0.2, max=2),
+                            retry=retry_if_exception(transient), reraise=True)
+        try:
+            return retrying(fn, *args, **kwargs)
+        except ApiException as exc:
+            if exc.status == 401:
+                raise Unreachable(f"{self.server} refused our credentials ({self.source}): "
+                                  f"{api_error_line(exc)}") from None
+            raise ClusterError(f"{what}: {api_error_line(exc)}") from None
+        except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as exc:
+            raise Unreachable(f"API server {self.server} unreachable ({self.source}) while {what}: "
+                              f"{api_error_line(exc)}") from None
+
+    def get_json(self, path: str, query: dict[str, Any] | None = None, *, what: str | None = None,
+                 missing_ok: bool = False, deadline_s: float | None = None) -> dict | None:
+        """GET ``path`` as plain JSON (no typed models: fast on thousands of objects).
+        With ``missing_ok`` a 404 gives None."""
+        def get() -> dict:
+            method, url, headers, _body, _post = self.api.param_serialize(
+                "GET", path, query_params=list((query or {}).items()) or None,
+                header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
+            resp = self.api.call_api(method, url, headers, _request_timeout=self.request_timeout)
+            resp.read()
+            if not 200 <= resp.status <= 299:
+                raise ApiException(http_resp=resp)
+            return json.loads(resp.data)
+        try:
+            return self.call(what or f"reading {path}", get, deadline_s=deadline_s)
+        except ClusterError as exc:
+            if missing_ok and " 404 " in f"{exc} ":
+                return None
+            raise
+
+    def version(self) -> dict:
+        return self.get_json("/version", what="asking the server version")  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self.api.close()
+
+
+def connect(kubeconfig: str | None = None, context: str | None = None, *, timeout: float = 15) -> Cluster:
+    """A :class:`Cluster` for the configured API server (no request is sent yet)."""
+    cfg, source = load_configuration(kubeconfig, context)
+    return Cluster(CountingApiClient(cfg), source, timeout)
+
+
+def wait_reachable(cluster: Cluster, timeout: float) -> dict:
+    """``/version`` of the server, retried until ``timeout``: the first contact of a run."""
+    t0 = time.monotonic()
+    try:
+        return cluster.get_json("/version", what="asking the server version", deadline_s=timeout)
+    except Unreachable as exc:
+        raise Unreachable(f"{exc} (gave up after {time.monotonic() - t0:.0f}s)") from None

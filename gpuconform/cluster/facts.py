@@ -1,0 +1,136 @@
+"""A read-only snapshot of the cluster for the checks: one list call per kind, made on first
+use and kept for the run, so a 1,000-node cluster costs a handful of requests.
+
+Objects are plain JSON dicts as the API server sends them (typed models are slow on thousands
+of nodes). A read that fails is remembered and raised again, never retried per check.
+"""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Callable
+
+from gpuconform.cluster.connect import Cluster, wait_reachable
+from gpuconform.cluster.errors import ClusterError
+
+VALIDATOR_APPS = ("nvidia-operator-validator", "nvidia-cuda-validator", "nvidia-device-plugin-validator")
+
+
+def once(fn: Callable) -> Callable:
+    """Cache a fact (or the error reading it) on the instance; thread-safe."""
+    @functools.wraps(fn)
+    def wrapper(self, *args):
+        key = (fn.__name__, *args)
+        with self._lock:
+            if key not in self._cache:
+                try:
+                    self._cache[key] = (True, fn(self, *args))
+                except ClusterError as exc:
+                    self._cache[key] = (False, exc)
+            ok, value = self._cache[key]
+        if not ok:
+            raise value
+        return value
+    return wrapper
+
+
+class ClusterFacts:
+    def __init__(self, cluster: Cluster, *, gpu_selector: str, operator_namespace: str,
+                 connect_timeout: float):
+        self.cluster = cluster
+        self.gpu_selector = gpu_selector
+        self.operator_namespace = operator_namespace
+        self.connect_timeout = connect_timeout
+        self._cache: dict = {}
+        self._lock = threading.RLock()
+
+    # -- the API server ---------------------------------------------------------------------
+    @once
+    def version(self) -> dict:
+        """``/version``; the first contact, retried up to the connect timeout."""
+        return wait_reachable(self.cluster, self.connect_timeout)
+
+    @property
+    def unreachable(self) -> str | None:
+        """Why the API server cannot be used (one line), or None."""
+        try:
+            self.version()
+        except ClusterError as exc:
+            return str(exc)
+        return None
+
+    @once
+    def api_groups(self) -> frozenset[str]:
+        doc = self.cluster.get_json("/apis", what="discovering API groups")
+        return frozenset(g["name"] for g in doc.get("groups", []))
+
+    # -- nodes ------------------------------------------------------------------------------
+    @once
+    def gpu_nodes(self) -> tuple[dict, ...]:
+        """Nodes matching the profile's GPU worker selector, sorted by name."""
+        doc = self.cluster.get_json("/api/v1/nodes", {"labelSelector": self.gpu_selector},
+                                    what=f"listing nodes {self.gpu_selector}")
+        return tuple(sorted(doc.get("items", []), key=lambda n: n["metadata"]["name"]))
+
+    def gpu_node_names(self) -> list[str]:
+        return [n["metadata"]["name"] for n in self.gpu_nodes()]
+
+    def node(self, name: str) -> dict:
+        for n in self.gpu_nodes():
+            if n["metadata"]["name"] == name:
+                return n
+        raise ClusterError(f"node {name} is not among the GPU workers ({self.gpu_selector}) any more")
+
+    # -- GPU Operator -----------------------------------------------------------------------
+    @once
+    def operator_namespace_object(self) -> dict | None:
+        return self.cluster.get_json(f"/api/v1/namespaces/{self.operator_namespace}", missing_ok=True,
+                                     what=f"reading namespace {self.operator_namespace}")
+
+    @once
+    def cluster_policies(self) -> tuple[dict, ...] | None:
+        """ClusterPolicies (nvidia.com/v1), or None when the CRD is not installed."""
+        doc = self.cluster.get_json("/apis/nvidia.com/v1/clusterpolicies", missing_ok=True,
+                                    what="listing GPU Operator ClusterPolicies")
+        return None if doc is None else tuple(doc.get("items", []))
+
+    @once
+    def daemonsets(self) -> tuple[dict, ...]:
+        doc = self.cluster.get_json(f"/apis/apps/v1/namespaces/{self.operator_namespace}/daemonsets",
+                                    what=f"listing DaemonSets in {self.operator_namespace}")
+        return tuple(doc.get("items", []))
+
+    @once
+    def validator_pods(self) -> tuple[dict, ...]:
+        doc = self.cluster.get_json(f"/api/v1/namespaces/{self.operator_namespace}/pods",
+                                    {"labelSelector": f"app in ({','.join(VALIDATOR_APPS)})"},
+                                    what=f"listing validator pods in {self.operator_namespace}")
+        return tuple(doc.get("items", []))
+
+    @once
+    def pods_of(self, label_selector: str) -> tuple[dict, ...]:
+        """Pods of one operand (read only when its DaemonSet is short, to name the nodes)."""
+        doc = self.cluster.get_json(f"/api/v1/namespaces/{self.operator_namespace}/pods",
+                                    {"labelSelector": label_selector},
+                                    what=f"listing pods {label_selector} in {self.operator_namespace}")
+        return tuple(doc.get("items", []))
+
+    # -- Kyverno ----------------------------------------------------------------------------
+    def kyverno_installed(self) -> bool:
+        return "kyverno.io" in self.api_groups()
+
+    @once
+    def kyverno_policies(self) -> tuple[dict, ...]:
+        """Kyverno ClusterPolicies, and the namespaced Policies of the operator's namespace."""
+        cluster_wide = self.cluster.get_json("/apis/kyverno.io/v1/clusterpolicies", missing_ok=True,
+                                             what="listing Kyverno ClusterPolicies") or {}
+        namespaced = self.cluster.get_json(f"/apis/kyverno.io/v1/namespaces/{self.operator_namespace}/policies",
+                                           missing_ok=True, what="listing Kyverno Policies") or {}
+        return tuple(cluster_wide.get("items", [])) + tuple(namespaced.get("items", []))
+
+    @once
+    def kyverno_resource_filters(self) -> str:
+        """The ``resourceFilters`` of Kyverno's ConfigMap (``kyverno/kyverno``), '' if unreadable."""
+        cm = self.cluster.get_json("/api/v1/namespaces/kyverno/configmaps/kyverno", missing_ok=True,
+                                   what="reading Kyverno's ConfigMap")
+        return ((cm or {}).get("data") or {}).get("resourceFilters", "")

@@ -1,0 +1,94 @@
+"""Change a node's MIG layout the way an operator does -- relabel ``nvidia.com/mig.config`` --
+and follow NVIDIA's MIG manager through ``nvidia.com/mig.config.state`` (pending -> success or
+failed), then put the original back. The original value is also written on the node
+(annotation ``gpuconform.io/restore-mig-config``) so that the sweeper can restore it after an
+interrupted run."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from gpuconform.cluster import nodes
+from gpuconform.cluster.connect import Cluster
+from gpuconform.cluster.namespace import RESTORE_MIG_CONFIG, Cleanup
+from gpuconform.cluster.waiting import Stop, WaitTimeout, watch_one
+
+
+@dataclasses.dataclass
+class Step:
+    config: str
+    states: list[str]
+    allocatable: dict[str, int]
+    problem: str | None = None
+
+
+def _patch(cluster: Cluster, node: str, config: str, restore: str | None) -> dict:
+    body = {"metadata": {"labels": {nodes.LABEL_MIG_CONFIG: config},
+                         "annotations": {RESTORE_MIG_CONFIG: restore}}}
+    obj = cluster.call(f"relabelling {node}", cluster.core.patch_node, node, body, _preload_content=False,
+                       _request_timeout=cluster.request_timeout)
+    import json
+    return json.loads(obj.data)
+
+
+def restore(cluster: Cluster, node: str) -> str | None:
+    """Put back the mig.config recorded in the node's restore annotation; returns it (or None)."""
+    obj = cluster.get_json(f"/api/v1/nodes/{node}", missing_ok=True)
+    original = (((obj or {}).get("metadata") or {}).get("annotations") or {}).get(RESTORE_MIG_CONFIG)
+    if original:
+        _patch(cluster, node, original, None)
+    return original
+
+
+def apply(cluster: Cluster, node: str, config: str, *, restore_to: str | None, timeout: float,
+          expected_allocatable: Callable[[str], dict[str, int]]) -> Step:
+    """Relabel, watch the state go pending -> success, compare allocatable with the catalog."""
+    written = _patch(cluster, node, config, restore_to)
+    states: list[str] = []
+
+    def applied(obj: dict | None):
+        if obj is None:
+            raise Stop(f"node {node} disappeared")
+        lab = nodes.labels(obj)
+        state = lab.get(nodes.LABEL_MIG_STATE, "<unset>")
+        if not states or states[-1] != state:
+            states.append(state)
+        if lab.get(nodes.LABEL_MIG_CONFIG) != config:
+            raise Stop(f"someone else relabelled {node} to {lab.get(nodes.LABEL_MIG_CONFIG)}")
+        if "pending" in states and state == "success":
+            return obj
+        if "pending" in states and state == "failed":
+            raise Stop(f"mig.config.state went to failed for {config}")
+        return None
+
+    describe = lambda obj: (f"mig.config={nodes.labels(obj).get(nodes.LABEL_MIG_CONFIG)} "  # noqa: E731
+                            f"mig.config.state={nodes.labels(obj).get(nodes.LABEL_MIG_STATE)}; states seen "
+                            f"{' -> '.join(states) or 'none'}") if obj else "node gone"
+    try:
+        obj = watch_one(cluster, f"{node} {nodes.LABEL_MIG_STATE}=success after relabel to {config}",
+                        cluster.core.list_node, name=node, timeout=timeout, condition=applied,
+                        describe=describe, since=written)
+    except Stop as exc:
+        return Step(config, states, {}, f"{exc} (states seen {' -> '.join(states)})")
+    except WaitTimeout as exc:
+        return Step(config, states, {}, str(exc))
+    got, want = nodes.gpu_allocatable(obj), expected_allocatable(config)
+    problem = None
+    if got != want:
+        problem = f"after {config}: allocatable {got or 'none'}, the MIG catalog says {want}"
+    return Step(config, states, got, problem)
+
+
+def round_trip(cluster: Cluster, node: str, to: str, *, timeout: float, cleanup: Cleanup,
+               expected_allocatable: Callable[[str], dict[str, int]]) -> list[Step]:
+    """Switch ``node`` to ``to`` and back; stops at the first step with a problem (the
+    original label is then put back by the registered cleanup)."""
+    current = cluster.get_json(f"/api/v1/nodes/{node}")
+    original = nodes.labels(current).get(nodes.LABEL_MIG_CONFIG) or "all-disabled"
+    cleanup.add(f"mig.config of {node}", lambda: restore(cluster, node))
+    first = apply(cluster, node, to, restore_to=original, timeout=timeout, expected_allocatable=expected_allocatable)
+    if first.problem:
+        return [first]
+    back = apply(cluster, node, original, restore_to=None, timeout=timeout, expected_allocatable=expected_allocatable)
+    cleanup.discard(f"mig.config of {node}")
+    return [first, back]

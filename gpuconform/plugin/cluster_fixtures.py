@@ -1,0 +1,168 @@
+"""Fixtures of the cluster layer: the connection and snapshot, the run's namespace with its
+cleanup, the workload runner, evidence, and "blocked by" for cluster checks.
+
+One :class:`ClusterRun` per pytest process, made on first use (collection of tests/cluster
+asks it for the GPU workers); nothing connects when no cluster check is selected.
+"""
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+
+from gpuconform.cluster import connect as connect_mod
+from gpuconform.cluster.errors import ClusterError
+from gpuconform.cluster.facts import ClusterFacts
+from gpuconform.cluster.namespace import Cleanup, RunNamespace, ensure
+from gpuconform.cluster.workloads import Deadlines, Images, Workloads
+from gpuconform.plugin import keys
+from gpuconform.plugin.gating import Gate
+from gpuconform.profile import ClusterExpectations
+
+REACHABLE = "cluster.api.reachable"
+CLUSTER_RUN = pytest.StashKey["ClusterRun"]()
+
+
+class ClusterRun:
+    """The cluster side of one pytest process: connection, facts, namespace, cleanup."""
+
+    def __init__(self, config: pytest.Config):
+        opt = config.option
+        self.expected: ClusterExpectations = config.stash[keys.PROFILE].profile.cluster
+        self.keep_on_failure = bool(getattr(opt, "gpuconform_keep_on_failure", False))
+        self.cleanup = Cleanup()
+        self.namespace: RunNamespace | None = None
+        self.gate = Gate()
+        self.connect_error: str | None = None
+        t = self.expected.timeouts
+        try:
+            self.cluster = connect_mod.connect(getattr(opt, "gpuconform_kubeconfig", None),
+                                               getattr(opt, "gpuconform_context", None), timeout=t.api_s)
+        except ClusterError as exc:
+            self.cluster, self.connect_error = None, str(exc)
+        self.facts = ClusterFacts(self.cluster, gpu_selector=self.expected.gpu_workers.selector,
+                                  operator_namespace=self.expected.gpu_operator.namespace,
+                                  connect_timeout=t.api_s) if self.cluster else None
+        self._lock = threading.Lock()
+
+    @property
+    def unreachable(self) -> str | None:
+        return self.connect_error or (self.facts.unreachable if self.facts else None)
+
+    def run_namespace(self) -> RunNamespace:
+        with self._lock:
+            if self.namespace is None:
+                self.namespace = ensure(self.cluster, self.cleanup, self.expected.timeouts.namespace_s)
+            return self.namespace
+
+    def finish(self, failed: bool) -> list[str]:
+        if self.namespace is not None and failed and self.keep_on_failure:
+            self.namespace.keep = True
+        errors = self.cleanup.run()
+        if self.cluster is not None:
+            self.cluster.close()
+        return errors
+
+
+def cluster_run(config: pytest.Config) -> ClusterRun:
+    if CLUSTER_RUN not in config.stash:
+        config.stash[CLUSTER_RUN] = ClusterRun(config)
+    return config.stash[CLUSTER_RUN]
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@pytest.fixture(scope="session")
+def cluster_session(request: pytest.FixtureRequest):
+    """This process's :class:`ClusterRun`; at the end (pass, fail, Ctrl-C or SIGTERM) its
+    cleanup runs, unless --keep-on-failure keeps what a failed run created."""
+    run = cluster_run(request.config)
+    old = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM cleans up like Ctrl-C
+    yield run
+    failed = request.session.testsfailed > 0
+    errors = run.finish(failed)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, old)
+    tr = request.config.pluginmanager.getplugin("terminalreporter")
+    if tr is not None and run.namespace is not None:
+        if run.namespace.keep:
+            tr.write_line(f"gpuconform: kept namespace {run.namespace.name} (--keep-on-failure); "
+                          f"remove it with: python -m gpuconform.cluster.sweep --run {run.namespace.run_id}")
+        for e in errors:
+            tr.write_line(f"gpuconform: cleanup: {e}")
+
+
+@pytest.fixture(scope="session")
+def cluster_expected(pytestconfig: pytest.Config) -> ClusterExpectations:
+    """What the profile expects of the cluster (profile ``cluster:``)."""
+    return pytestconfig.stash[keys.PROFILE].profile.cluster
+
+
+@pytest.fixture(scope="session")
+def cluster(cluster_session: ClusterRun) -> ClusterFacts:
+    """Read-only snapshot of the cluster: one list per kind, fetched on first use."""
+    if cluster_session.facts is None:
+        pytest.skip(f"blocked by {REACHABLE} (API server answers): {cluster_session.connect_error}")
+    return cluster_session.facts
+
+
+@pytest.fixture(scope="session")
+def workloads(cluster_session: ClusterRun, cluster: ClusterFacts) -> Workloads:
+    """Runs the pods of ``manifests/`` in the run's namespace (created on first use)."""
+    exp = cluster_session.expected
+    w, t = exp.workloads, exp.timeouts
+    return Workloads(cluster.cluster, cluster_session.run_namespace(),
+                     Images(w.image, tuple(w.image_pull_secrets), w.image_pull_policy),
+                     Deadlines(image_pull_s=t.image_pull_s, run_s=t.pod_run_s, event_s=t.event_s,
+                               delete_s=t.namespace_s),
+                     keep_on_failure=cluster_session.keep_on_failure)
+
+
+class Evidence:
+    """What a check saw, shown with its result (redacted at the report hook)."""
+
+    def __init__(self, item: pytest.Item):
+        self.item = item
+
+    def add(self, title: str, text: str) -> None:
+        self.item.stash.setdefault(keys.EVIDENCE, []).append(f"--- {title} ---\n{text.rstrip()}")
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> Evidence:
+    return Evidence(request.node)
+
+
+@pytest.fixture(autouse=True)
+def _gpuconform_cluster_blocked_by(request: pytest.FixtureRequest) -> None:
+    """Cluster checks: "blocked by cluster.api.reachable" when the API server does not answer,
+    "blocked by <check>" when a prerequisite named in ``needs`` fails."""
+    mark = request.node.get_closest_marker("check")
+    if mark is None or "cluster" not in request.fixturenames:
+        return
+    run: ClusterRun = request.getfixturevalue("cluster_session")
+    check_id = mark.kwargs["id"]
+    if check_id == REACHABLE:
+        return
+    why = run.unreachable
+    if why:
+        pytest.skip(f"blocked by {REACHABLE} (API server answers): {why}")
+    needs = mark.kwargs.get("needs", ())
+    if not needs:
+        return
+    values = {"cluster": run.facts, "cluster_expected": run.expected}
+    callspec = getattr(request.node, "callspec", None)
+    target = "cluster"
+    if callspec is not None and "gpu_node" in callspec.params:
+        values["gpu_node"] = target = callspec.params["gpu_node"]
+    try:
+        reason = run.gate.blocker(needs, target, values)
+    except ClusterError as exc:
+        pytest.skip(f"could not check: {exc}")
+    if reason:
+        pytest.skip(reason)

@@ -1,0 +1,162 @@
+"""The report model: one record per check result, the run's fingerprint, and the verdict of it all.
+
+These models are the JSON results file (``reports/<name>.json``); ``SCHEMA.md`` documents them
+and ``results.schema.json`` is generated from them (``python -m gpuconform.report.model``).
+Records travel between processes (xdist) as plain dicts: ``Record(...).model_dump()``.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_ID = "gpuconform/results/v2"
+LAYERS = ("node", "cluster", "kubeflow")
+#: Every verdict a check result can carry, in the order the report shows them.
+VERDICTS = ("pass", "fail", "error", "skip", "blocked", "waived")
+Verdict = Literal["pass", "fail", "error", "skip", "blocked", "waived"]
+ACCEPTED, REJECTED = "ACCEPTED", "REJECTED"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class WaiverRef(_Model):
+    """The waiver that matched a failed result."""
+    index: int = Field(..., description="position of the waiver in the waiver file (0-based)")
+    check: str = Field(..., description="the waiver's check id pattern")
+    host: str = Field(..., description="the waiver's host/node pattern")
+    reason: str
+    owner: str
+    expires: str = Field(..., description="expiry date, YYYY-MM-DD (valid through that day)")
+    status: Literal["valid", "expired"] = Field(
+        ..., description="'valid': the failure is reported WAIVED; 'expired': it stays a failure")
+
+
+class Record(_Model):
+    """One check result: one check on one host (or cluster) with one parameter."""
+    check_id: str = Field(..., description="stable check id, e.g. node.driver.version")
+    param: Optional[str] = Field(None, description="the item the check was parametrized with")
+    title: str
+    rule: str = Field("", description="the rule, from the check's docstring")
+    layer: Optional[str] = Field(None, description="node, cluster or kubeflow")
+    host: Optional[str] = Field(None, description="host or node the result is about")
+    verdict: Verdict
+    message: str = Field("", description="expected vs actual on failure; the reason on skip/error")
+    evidence: str = Field("", description="commands/API calls made and what they printed, trimmed, redacted")
+    remediation: Optional[str] = Field(None, description="what to run to fix a failure")
+    blocked_by: Optional[str] = Field(None, description="the lower check whose failure blocked this one")
+    retries: int = Field(0, description="attempts beyond the first before the final verdict (0: clean)")
+    waiver: Optional[WaiverRef] = None
+    nodeid: str = Field(..., description="pytest node id of the test")
+    anchor: str = Field(..., description="HTML anchor of this result's row in the report")
+    duration: float = Field(..., description="seconds the test call took")
+
+
+class GpuInfo(_Model):
+    index: int
+    name: str
+    uuid: Optional[str] = None
+    mig_mode: Optional[str] = None
+    mig_devices: list[str] = Field([], description="MIG profiles of the GPU's MIG devices (nvidia-smi -L)")
+
+
+class HostSummary(_Model):
+    """What the node probe found on one host, for the fingerprint."""
+    host: str
+    os: Optional[str] = None
+    kernel: Optional[str] = None
+    gpu_model: Optional[str] = Field(None, description="GPU names, with counts when mixed")
+    gpu_count: Optional[int] = None
+    driver: Optional[str] = None
+    mig: str = Field("unknown", description="'disabled', 'enabled: <n>x<profile>, ...', or 'unknown'")
+    gpus: list[GpuInfo] = []
+    error: Optional[str] = Field(None, description="why facts could not be read")
+
+
+class Cluster(_Model):
+    name: Optional[str] = None
+    api_server_version: Optional[str] = None
+
+
+class Fingerprint(_Model):
+    profile: str
+    profile_path: str
+    profile_sha256: str
+    suite_version: str
+    git_commit: Optional[str] = Field(None, description="commit of the suite's checkout ('+dirty' when modified)")
+    run_by: str = Field(..., description="user@host that ran the suite")
+    command: str = Field(..., description="the exact command line, redacted")
+    selection: Optional[str] = Field(None, description="-m / -k expressions of a partial run")
+    started: str
+    finished: str
+    hosts: list[HostSummary] = []
+    cluster: Optional[Cluster] = None
+    gpu_operator_version: Optional[str] = None
+    kubeflow_version: Optional[str] = None
+
+
+class WaiverStatus(_Model):
+    index: int
+    check: str
+    host: str
+    reason: str
+    owner: str
+    expires: str
+    status: Literal["valid", "expired"]
+    matched: int = Field(..., description="failed results this waiver matched")
+
+
+class Overall(_Model):
+    word: Literal["ACCEPTED", "REJECTED"]
+    reasons: list[str] = Field([], description="why REJECTED (empty when ACCEPTED)")
+    partial: bool = Field(..., description="not every layer ran")
+
+
+class Results(_Model):
+    """The JSON results file."""
+    schema_: str = Field(SCHEMA_ID, alias="schema")
+    verdict: Overall
+    fingerprint: Fingerprint
+    counts: dict[str, int] = Field(..., description="verdict → number of results, all layers")
+    layers: dict[str, dict[str, int]] = Field(..., description="layer → verdict → number of results")
+    waivers: list[WaiverStatus] = []
+    results: list[Record]
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def count(records: list[dict]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+    """(verdict counts over all results, the same per layer) with every verdict present."""
+    total = {v: 0 for v in VERDICTS}
+    layers = {layer: {v: 0 for v in VERDICTS} for layer in LAYERS}
+    for r in records:
+        total[r["verdict"]] += 1
+        layers.setdefault(r["layer"] or "other", {v: 0 for v in VERDICTS})[r["verdict"]] += 1
+    return total, layers
+
+
+def overall(records: list[dict], waivers: list[dict], layers_run: set[str]) -> Overall:
+    """ACCEPTED only when results exist, nothing failed or errored, and every waiver is valid."""
+    reasons = []
+    if not records:
+        reasons.append("no check ran")
+    for verdict in ("fail", "error"):
+        n = sum(r["verdict"] == verdict for r in records)
+        if n:
+            reasons.append(f"{n} {'failed' if verdict == 'fail' else 'could not be checked (error)'}")
+    reasons += [f"waiver #{w['index'] + 1} ({w['check']} on {w['host']}) expired on {w['expires']}"
+                for w in waivers if w["status"] == "expired"]
+    return Overall(word=REJECTED if reasons else ACCEPTED, reasons=reasons,
+                    partial=not set(LAYERS) <= layers_run)
+
+
+def write_schema(path: Path) -> None:
+    path.write_text(json.dumps(Results.model_json_schema(by_alias=True), indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    write_schema(Path(__file__).with_name("results.schema.json"))

@@ -1,0 +1,132 @@
+"""One check result → one record: verdict, message, evidence, remediation, retries, waiver.
+
+Also the ways a check (or a later layer's fixture) adds to its own record or to the fingerprint:
+
+    from gpuconform.report import record_retries, note_platform
+    record_retries(request.node, attempt.retry_state.attempt_number - 1)   # after a tenacity loop
+    note_platform(request.node, cluster={"name": "k8s-ml-prod", "api_server_version": "v1.31.4"})
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+
+from gpuconform.redact import redact
+
+COULD_NOT_CHECK = "could not check: "
+BLOCKED = "blocked by "
+_BLOCKER = re.compile(r"^blocked by (\S+)")
+
+RETRIES = pytest.StashKey[int]()
+PLATFORM = pytest.StashKey[dict]()
+
+
+def record_retries(node: pytest.Item, retries: int) -> None:
+    """Say that the check under ``node`` reached its verdict after ``retries`` retries."""
+    node.stash[RETRIES] = int(retries)
+
+
+def note_platform(node: pytest.Item, **fields) -> None:
+    """Add fingerprint fields found by a check: ``cluster={name, api_server_version}``,
+    ``gpu_operator_version``, ``kubeflow_version``."""
+    node.stash.setdefault(PLATFORM, {}).update(fields)
+
+
+def verdict_of(report: pytest.TestReport, reason: str) -> str:
+    if report.passed:
+        return "pass"
+    if report.skipped:
+        if reason.startswith(BLOCKED):
+            return "blocked"
+        if reason.startswith(COULD_NOT_CHECK):
+            return "error"
+        return "skip"
+    return "fail" if report.when == "call" else "error"
+
+
+def message_of(call: pytest.CallInfo) -> str:
+    if call.excinfo is None:
+        return ""
+    exc = call.excinfo.value
+    if isinstance(exc, pytest.skip.Exception):
+        return str(exc.msg)
+    text = str(exc).strip()
+    if isinstance(exc, AssertionError):
+        text = text.split("\nassert ")[0]
+        return text or "assertion failed"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def anchor(nodeid: str) -> str:
+    """A stable HTML id for a result (node ids hold characters ids and URLs dislike)."""
+    return "r-" + hashlib.sha1(nodeid.encode()).hexdigest()[:12]
+
+
+def param_of(item: pytest.Item) -> str | None:
+    callspec = getattr(item, "callspec", None)
+    return next((str(v) for k, v in (callspec.params.items() if callspec else ()) if not k.startswith("_")), None)
+
+
+def host_of(item: pytest.Item, facts) -> str | None:
+    host = getattr(facts, "host", None)
+    callspec = getattr(item, "callspec", None)
+    if host is None and callspec and "_testinfra_host" in callspec.params:
+        host = callspec.params["_testinfra_host"].backend.get_hostname()
+    return host
+
+
+def build(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, mark, facts,
+          fix_text, layer: str | None, added_evidence: list[str] = ()) -> dict:
+    """The record of a final report (call, or a setup that did not pass). Text is redacted here.
+    ``added_evidence``: what the check itself recorded (the cluster layer's ``evidence`` fixture)."""
+    message = redact(message_of(call))
+    verdict = verdict_of(report, message)
+    parts = []
+    if facts is not None and verdict in ("pass", "fail", "error"):
+        parts.append(facts.evidence(*mark.kwargs.get("evidence", ())))
+    evidence = redact("\n\n".join(p for p in [*parts, *added_evidence] if p))
+    blocker = _BLOCKER.match(message) if verdict == "blocked" else None
+    return {"check_id": mark.kwargs["id"], "param": param_of(item), "title": mark.kwargs["title"],
+            "rule": (item.function.__doc__ or "").strip() if hasattr(item, "function") else "",
+            "layer": layer, "host": host_of(item, facts), "verdict": verdict, "message": message,
+            "evidence": evidence, "remediation": redact(fix_text) if verdict == "fail" and fix_text else None,
+            "blocked_by": blocker.group(1) if blocker else None,
+            "retries": item.stash.get(RETRIES, 0), "waiver": None, "nodeid": item.nodeid,
+            "anchor": anchor(item.nodeid), "duration": round(report.duration, 3)}
+
+
+def redact_report(report: pytest.TestReport) -> None:
+    """Mask secrets in what pytest itself shows of a result (traceback, skip reason, captured
+    output): the terminal, pytest-html's log and JUnit's failure text read these."""
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        report.longrepr = (longrepr[0], longrepr[1], redact(str(longrepr[2])))
+    elif longrepr is not None:
+        text = str(longrepr)
+        masked = redact(text)
+        if masked != text:
+            report.longrepr = masked
+    report.sections = [(title, redact(content)) for title, content in report.sections]
+
+
+def redact_obj(value):
+    """``redact`` applied to every string inside dicts and lists."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_obj(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_obj(v) for v in value]
+    return value
+
+
+def redact_mapping(mapping: dict) -> None:
+    """Mask secret values of a mapping in place, judging each value with its key beside it."""
+    for key, value in list(mapping.items()):
+        if isinstance(value, str):
+            masked = redact(f"{key}={value}")
+            mapping[key] = masked[len(key) + 1:] if masked.startswith(f"{key}=") else redact(value)
+        else:
+            mapping[key] = redact_obj(value)

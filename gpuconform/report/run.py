@@ -1,0 +1,73 @@
+"""The report of one run, on the process that writes it (the xdist controller or the only one):
+records and host summaries arrive with test reports; at the end the JSON document is built,
+validated against the model, written, and its sha256 handed to the HTML sign-off block."""
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from pathlib import Path
+
+from gpuconform import __version__
+from gpuconform.report import fingerprint, waivers as waivers_mod
+from gpuconform.report.model import LAYERS, Results, count, overall
+from gpuconform.redact import redact
+
+
+class RunReport:
+    def __init__(self, profile, waivers: tuple, suite_root: Path, invocation_args: tuple[str, ...],
+                 selection: str | None, today: dt.date):
+        self.profile = profile
+        self.waivers = waivers
+        self.suite_root = suite_root
+        self.args = invocation_args
+        self.selection = selection
+        self.today = today
+        self.started = dt.datetime.now(dt.timezone.utc)
+        self.records: list[dict] = []
+        self.hosts: dict[str, dict] = {}
+        self.platform: dict = {}
+        self.doc: dict | None = None
+        self.json_sha256: str | None = None
+
+    def add(self, report) -> None:
+        """Take what a (possibly remote) test report carries for the report."""
+        record = getattr(report, "gpuconform_record", None)
+        if record:
+            self.records.append(record)
+        host = getattr(report, "gpuconform_host", None)
+        if host and (host["host"] not in self.hosts or self.hosts[host["host"]].get("error")):
+            self.hosts[host["host"]] = host
+        for key, value in (getattr(report, "gpuconform_platform", None) or {}).items():
+            if isinstance(value, dict):
+                self.platform.setdefault(key, {}).update(value)
+            else:
+                self.platform[key] = value
+
+    def document(self) -> dict:
+        records = sorted(self.records, key=lambda r: (r["layer"] or "", r["check_id"], r["param"] or "",
+                                                      r["host"] or ""))
+        counts, layers = count(records)
+        waiver_states = waivers_mod.statuses(self.waivers, records, self.today)
+        ran = {layer for layer in LAYERS if sum(layers.get(layer, {}).values())}
+        f = {"profile": self.profile.name, "profile_path": self.profile.path,
+             "profile_sha256": self.profile.sha256, "suite_version": __version__,
+             "git_commit": fingerprint.git_commit(self.suite_root), "run_by": redact(fingerprint.run_by()),
+             "command": redact(fingerprint.command_line(self.args)),
+             "selection": redact(self.selection) if self.selection else None,
+             "started": self.started.isoformat(timespec="seconds"),
+             "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+             "hosts": [self.hosts[h] for h in sorted(self.hosts)], **self.platform}
+        doc = {"schema": Results.model_fields["schema_"].default,
+               "verdict": overall(records, waiver_states, ran).model_dump(),
+               "fingerprint": f, "counts": counts, "layers": layers, "waivers": waiver_states,
+               "results": records}
+        # validate against the documented model: a record that breaks the schema fails loudly here
+        self.doc = Results.model_validate(doc).model_dump(by_alias=True, mode="json")
+        return self.doc
+
+    def write_json(self, path: Path) -> str:
+        data = (json.dumps(self.document(), indent=2) + "\n").encode()
+        path.write_bytes(data)
+        self.json_sha256 = hashlib.sha256(data).hexdigest()
+        return self.json_sha256

@@ -1,0 +1,182 @@
+"""The HTML report as a platform owner sees it: rendered by headless chromium from a real run of
+the suite over simulated hosts, then read back from the DOM."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+
+import pytest
+
+from report_harness import REPO, SECRETS, dump_dom, hosts_arg, run, screenshot
+
+WAIVERS = """\
+waivers:
+  - check: node.dkms.nvidia_installed
+    host: "*/dkms-added"
+    reason: DKMS rebuild scheduled in the next maintenance window
+    owner: platform-team
+    expires: 2099-12-31
+  - check: "node.nouveau.*"
+    host: "*/nouveau-loaded"
+    reason: reboot postponed by the business
+    owner: ml-ops
+    expires: 2020-01-31
+  - check: node.gpu.count
+    host: "*/decommissioned-*"
+    reason: host left the pool
+    owner: platform-team
+    expires: 2099-12-31
+"""
+CELL = re.compile(r'<td class="cell v-(\w+)" data-verdict="(\w+)" data-host="([^"]+)"><a href="#(r-[0-9a-f]+)"[^>]*>(\w)</a>')
+
+
+@pytest.fixture(scope="module")
+def showcase(host_roots, tmp_path_factory):
+    """One node run over the showcase hosts plus the leaky one, with waivers, JUnit and a secret
+    in the command line; the HTML rendered by chromium."""
+    folder = tmp_path_factory.mktemp("showcase")
+    waivers = folder / "waivers.yaml"
+    waivers.write_text(WAIVERS)
+    r = run(folder / "reports", "-m", "node", *hosts_arg(host_roots.values()), f"--waivers={waivers}",
+            f"--junitxml={folder / 'reports' / 'junit.xml'}", "--signoff-approver=Jane Doe",
+            "--signoff-role=Head of ML Platform",
+            "--metadata", "proxy", f"http://svc:{SECRETS['proxy']}@proxy.bank.example:3128")
+    assert r.doc is not None and r.html is not None, r.output()
+    r.dom = dump_dom(r.html)
+    return r
+
+
+def by(doc, check_id, host_end):
+    return next(x for x in doc["results"] if x["check_id"] == check_id and x["host"].endswith(host_end))
+
+
+def test_overall_verdict_is_at_the_top(showcase):
+    dom = showcase.dom
+    word = showcase.doc["verdict"]["word"]
+    assert word == "REJECTED"  # failures, and an expired waiver
+    assert re.search(rf'<div id="gc-verdict" class="gc-verdict rejected">{word}</div>', dom)
+    assert dom.index('id="gc-verdict"') < dom.index('id="gc-matrix"') < dom.index('id="results-table"')
+    assert "partial run: node layer only" in dom
+
+
+def test_layer_counts_match_the_results(showcase):
+    doc, dom = showcase.doc, showcase.dom
+    row = re.search(r'<tr data-layer="node">(.*?)</tr>', dom).group(1)
+    shown = dict(re.findall(r'data-verdict="(\w+)">(\d+)<', row))
+    assert {k: int(v) for k, v in shown.items()} == doc["layers"]["node"]
+    assert sum(doc["counts"].values()) == len(doc["results"]) > 0
+    for layer in ("cluster", "kubeflow"):
+        assert re.search(rf'<tr data-layer="{layer}">.*?not run</td></tr>', dom)
+
+
+def test_matrix_has_one_linked_cell_per_result(showcase):
+    doc, dom = showcase.doc, showcase.dom
+    cells = CELL.findall(dom)
+    node = [x for x in doc["results"] if x["layer"] == "node"]
+    assert len(cells) == len(node)
+    want = {x["anchor"]: x for x in node}
+    letters = {"pass": "P", "fail": "F", "error": "E", "skip": "S", "blocked": "B", "waived": "W"}
+    for cls, verdict, host, anchor, letter in cells:
+        rec = want[anchor]
+        assert (verdict, host, letter) == (rec["verdict"], rec["host"], letters[rec["verdict"]])
+        # the result row the cell links to was rendered by pytest-html's script
+        assert f'<a id="{anchor}"></a>' in dom
+    hosts = {x["host"] for x in node}
+    assert len(re.findall(r'<th class="host" title=', dom)) == len(hosts) == len(showcase.doc["fingerprint"]["hosts"])
+
+
+def test_result_details_show_rule_evidence_remediation_and_blocker(showcase):
+    doc, dom = showcase.doc, showcase.dom
+    fail = by(doc, "node.containerd.nvidia_default", "/containerd-not-default")
+    assert fail["verdict"] == "fail" and fail["remediation"] and fail["evidence"].startswith("$ ")
+    block = re.search(rf'<dl class="gc-detail" data-anchor="{fail["anchor"]}">(.*?)</dl>', dom, re.S).group(1)
+    for label in ("Rule", "Expected vs actual", "Evidence", "Remediation"):
+        assert f"<dt>{label}</dt>" in block
+    blocked = [x for x in doc["results"] if x["verdict"] == "blocked" and x["host"].endswith("/sig-enforce-blocks-driver")]
+    assert blocked and all(x["blocked_by"] for x in blocked)
+    b = re.search(rf'<dl class="gc-detail" data-anchor="{blocked[0]["anchor"]}">(.*?)</dl>', dom, re.S).group(1)
+    assert f'<dt>Blocked by</dt><dd><span class="gc-mono">{blocked[0]["blocked_by"]}</span>' in b
+
+
+def test_waivers_valid_expired_and_unmatched(showcase):
+    doc, dom = showcase.doc, showcase.dom
+    waived = by(doc, "node.dkms.nvidia_installed", "/dkms-added")
+    assert waived["verdict"] == "waived" and waived["waiver"]["status"] == "valid"
+    expired = [x for x in doc["results"] if x["host"].endswith("/nouveau-loaded") and x["waiver"]]
+    assert expired and all(x["verdict"] == "fail" and x["waiver"]["status"] == "expired" for x in expired)
+    states = [(w["status"], w["matched"]) for w in doc["waivers"]]
+    assert states[0] == ("valid", 1) and states[1][0] == "expired" and states[1][1] >= 1 and states[2] == ("valid", 0)
+    assert any("expired on 2020-01-31" in reason for reason in doc["verdict"]["reasons"])
+    rows = re.findall(r'<tr class="waiver-(\w+)" data-status="\w+" data-matched="(\d+)">', dom)
+    assert rows == [(s, str(m)) for s, m in states]
+    assert "matched nothing" in dom and "expired — its failures stay failures" in dom
+    assert f'<td class="cell v-waived" data-verdict="waived"' in dom
+    assert "DKMS rebuild scheduled in the next maintenance window" in dom
+
+
+def test_signoff_hash_ties_the_page_to_the_json(showcase):
+    dom = showcase.dom
+    sha = hashlib.sha256(showcase.json.read_bytes()).hexdigest()
+    assert f'<span class="gc-mono" id="gc-json-sha256">{sha}</span>' in dom
+    # the block is moved to the end of the page, after the results table
+    assert dom.index('id="results-table"') < dom.index('id="gc-signoff"')
+    signoff = dom[dom.index('id="gc-signoff"'):]
+    for label in ("Approver name", "Role", "Date", "Signature"):
+        assert f"<td>{label}</td>" in signoff
+    assert "Jane Doe" in signoff and "Head of ML Platform" in signoff
+
+
+def test_fingerprint_names_profile_hosts_gpus_and_command(showcase):
+    f, dom = showcase.doc["fingerprint"], showcase.dom
+    profile = (REPO / "profiles" / "seed-h100.yaml").read_bytes()
+    assert f["profile_sha256"] == hashlib.sha256(profile).hexdigest() and f["profile_sha256"] in dom
+    mig = next(h for h in f["hosts"] if h["host"].endswith("/good-mig"))
+    assert (mig["gpu_model"], mig["gpu_count"], mig["driver"]) == ("NVIDIA H100 80GB HBM3", 8, "580.95.05")
+    assert mig["mig"].startswith("enabled")
+    assert "--waivers=" in f["command"] and f["run_by"] and f["started"] <= f["finished"]
+    assert f["selection"] == "-m 'node'"
+    assert re.search(r'<table id="gc-hosts"', dom) and "NVIDIA H100 80GB HBM3" in dom
+
+
+def test_mig_layout_is_drawn_per_gpu(showcase):
+    dom = showcase.dom
+    mig = dom[dom.index('id="gc-mig"'):dom.index('id="gc-mig"') + 200_000]
+    assert mig.count('aria-label="GPU ') == 8  # one layout (8 GPUs), hosts with it named above it
+    assert mig.count('data-profile="1g.10gb"') == 8 * 7
+
+
+def test_no_secret_in_html_json_or_junit(showcase):
+    texts = {"DOM": showcase.dom, "HTML": showcase.html.read_text(), "JSON": showcase.json.read_text(),
+             "JUnit": showcase.junit.read_text(), "terminal": showcase.proc.stdout}
+    for where, text in texts.items():
+        leaked = [name for name, secret in SECRETS.items() if secret in text]
+        assert not leaked, f"{where} shows planted secrets: {leaked}"
+    # they were there to leak: their masked shapes show where they were planted
+    doc = showcase.doc
+    evidence = by(doc, "node.containerd.nvidia_runtime", "/leaky")["evidence"]
+    assert 'password = "***"' in evidence or "password = ***" in evidence
+    assert "Bearer ***" in evidence and "oauth2_proxy_kubeflow=***" in evidence
+    assert "token=***" in next(h for h in doc["fingerprint"]["hosts"] if h["host"].endswith("/leaky"))["os"]
+    assert "lockdown=password=***" in by(doc, "node.kernel.cmdline_forbidden", "/leaky")["message"]
+    assert "svc:***@proxy" in doc["fingerprint"]["command"]
+
+
+def test_junit_carries_check_host_and_verdict(showcase):
+    junit = showcase.junit.read_text()
+    props = re.findall(r'<properties>(.*?)</properties>', junit)
+    assert len(props) == len(showcase.doc["results"])
+    for p in props:
+        names = re.findall(r'<property name="(\w+)"', p)
+        assert names == ["check_id", "host", "verdict"]
+    assert '<property name="verdict" value="waived" />' in junit
+    assert "gpuconform" not in re.sub(r'<testcase[^>]*>', "", "".join(props))
+
+
+def test_screenshot_is_kept(showcase, tmp_path_factory):
+    out = tmp_path_factory.mktemp("artifacts")
+    png = screenshot(showcase.html, out / "report.png", "1400,1800")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if os.environ.get("GPUCONFORM_UPDATE_SCREENSHOT"):
+        shutil.copy(png, REPO / "docs" / "report-screenshot.png")

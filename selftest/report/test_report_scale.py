@@ -1,0 +1,54 @@
+"""The report under load: xdist workers (written once, by the controller) and 100 hosts."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from report_harness import dump_dom, hosts_arg, run, screenshot
+
+MIX = ("gpu-good", "gpu-good", "good-mig", "dkms-added", "gpu-good", "containerd-not-default",
+       "gpu-good", "sig-enforce-blocks-driver", "gpu-good", "nouveau-loaded")
+
+
+def test_xdist_writes_one_report_from_all_workers(host_roots, tmp_path):
+    roots = [host_roots[n] for n in ("gpu-good", "good-mig", "dkms-added", "nouveau-loaded")]
+    serial = run(tmp_path / "serial", "-m", "node", *hosts_arg(roots))
+    par = run(tmp_path / "xdist", "-m", "node", "-n", "4", *hosts_arg(roots),
+              f"--junitxml={tmp_path / 'xdist' / 'junit.xml'}")
+    assert par.doc is not None, par.output()
+    assert sorted(p.suffix for p in (tmp_path / "xdist").iterdir()) == [".html", ".json", ".xml"]
+
+    def key(doc):
+        return sorted((r["nodeid"], r["verdict"]) for r in doc["results"])
+    assert key(par.doc) == key(serial.doc)
+    assert [h["host"] for h in par.doc["fingerprint"]["hosts"]] == sorted(str(r) for r in roots)
+    html = par.html.read_text()
+    assert len(re.findall(r'<td class="cell v-', html)) == len(par.doc["results"])
+    assert html.count('id="gc-signoff"') == 1
+    assert len(re.findall(r"<properties>", par.junit.read_text())) == len(par.doc["results"])
+
+
+def test_hundred_hosts_stay_readable(host_roots, tmp_path):
+    """100 hosts (links to the showcase roots) × every node check, two workers."""
+    farm = tmp_path / "farm"
+    farm.mkdir()
+    roots = []
+    for i in range(100):
+        link = farm / f"gpu-{i + 1:03d}"
+        link.symlink_to(host_roots[MIX[i % len(MIX)]])
+        roots.append(link)
+    r = run(tmp_path / "reports", "-m", "node", "-n", "2", *hosts_arg(roots), timeout=300)
+    assert r.doc is not None, r.output()
+    doc = r.doc
+    assert len(doc["fingerprint"]["hosts"]) == 100
+    checks = {(x["check_id"], x["param"]) for x in doc["results"]}
+    assert len(checks) >= 30 and len(doc["results"]) == 100 * len(checks)
+    dom = dump_dom(r.html)
+    assert len(re.findall(r'<th class="host" title=', dom)) == 100
+    assert len(re.findall(r'<td class="cell v-', dom)) == len(doc["results"])
+    header = re.findall(r'<th class="host" title="[^"]+">([^<]+)</th>', dom)
+    assert header[:3] == ["gpu-001", "gpu-002", "gpu-003"] and header[-1] == "gpu-100"  # short, natural order
+    # one MIG picture for the 10 MIG hosts that share a layout
+    assert dom.count('class="mig-host"') == 1
+    screenshot(r.html, tmp_path / "hundred-hosts.png", "1400,1200")

@@ -1,0 +1,35 @@
+"""The API server answers, runs a Kubernetes release in the profile's range, and the GPU
+workers are there."""
+from gpuconform.checks import check
+
+REACHABLE = "cluster.api.reachable"
+
+
+@check(REACHABLE, "The API server answers with the configured credentials",
+       fix="check --kubeconfig/--context (or KUBECONFIG), that the API server address is reachable "
+           "from where the suite runs, and that the credentials are valid (kubectl get --raw /version)")
+def test_api_reachable(cluster_session):
+    """GET /version succeeds within cluster.timeouts.api_s using the kubeconfig, context or in-cluster config."""
+    why = cluster_session.unreachable
+    assert why is None, why
+
+
+@check("cluster.api.version", "Kubernetes version is within the profile's range",
+       fix="upgrade the cluster, or widen cluster.server_version in the profile if the GPU Operator release supports it",
+       needs=[REACHABLE])
+def test_server_version(cluster, cluster_expected):
+    """The server's gitVersion lies in cluster.server_version (min/max minor, inclusive)."""
+    got = cluster.version()["gitVersion"]
+    want = cluster_expected.server_version
+    assert want.accepts(got), f"Kubernetes {got}, expected {want}"
+
+
+@check("cluster.nodes.gpu_workers", "The profile's GPU workers are registered",
+       fix="join the GPU workers, or correct cluster.gpu_workers.selector / min_count in the profile",
+       needs=[REACHABLE])
+def test_gpu_workers_registered(cluster, cluster_expected):
+    """At least cluster.gpu_workers.min_count nodes match cluster.gpu_workers.selector."""
+    want = cluster_expected.gpu_workers
+    names = cluster.gpu_node_names()
+    assert len(names) >= want.min_count, (f"{len(names)} node(s) match {want.selector} "
+                                          f"({', '.join(names) or 'none'}), expected at least {want.min_count}")

@@ -1,0 +1,117 @@
+"""The GPU Operator as the article deploys it: its namespace, a ready ClusterPolicy carrying
+the article's values, every operand available on every GPU worker, the validations done."""
+from gpuconform.checks import check
+from gpuconform.cluster import operator
+from gpuconform.cluster.operator import MISSING
+
+NAMESPACE = "cluster.operator.namespace"
+POLICY = "cluster.operator.clusterpolicy_present"
+
+
+def _policy(cluster, cluster_expected) -> dict | None:
+    name = cluster_expected.gpu_operator.cluster_policy
+    return next((p for p in cluster.cluster_policies() or () if p["metadata"]["name"] == name), None)
+
+
+@check(NAMESPACE, "GPU Operator namespace exists",
+       fix="helm install gpu-operator nvidia/gpu-operator -n gpu-operator --create-namespace (with the "
+           "profile's values), or correct cluster.gpu_operator.namespace")
+def test_operator_namespace(cluster, cluster_expected):
+    """The namespace cluster.gpu_operator.namespace exists and is Active."""
+    ns = cluster.operator_namespace_object()
+    want = cluster_expected.gpu_operator.namespace
+    assert ns is not None, f"namespace {want} not found"
+    assert ns["status"].get("phase") == "Active", f"namespace {want} is {ns['status'].get('phase')}"
+
+
+@check(POLICY, "GPU Operator ClusterPolicy exists",
+       fix="install the GPU Operator Helm chart (it creates the ClusterPolicy CRD and cluster-policy)")
+def test_clusterpolicy_present(cluster, cluster_expected):
+    """The ClusterPolicy named cluster.gpu_operator.cluster_policy exists."""
+    policies = cluster.cluster_policies()
+    want = cluster_expected.gpu_operator.cluster_policy
+    assert policies is not None, "the ClusterPolicy CRD (clusterpolicies.nvidia.com) is not installed"
+    names = [p["metadata"]["name"] for p in policies]
+    assert want in names, f"no ClusterPolicy {want}; found: {', '.join(names) or 'none'}"
+
+
+@check("cluster.operator.clusterpolicy_ready", "GPU Operator ClusterPolicy is ready",
+       fix="kubectl get pods -n gpu-operator: the operand named in the ClusterPolicy's Ready condition "
+           "is not running; read its pod's events and log",
+       needs=[POLICY])
+def test_clusterpolicy_ready(cluster, cluster_expected, evidence):
+    """ClusterPolicy status.state is "ready"."""
+    status = (_policy(cluster, cluster_expected) or {}).get("status") or {}
+    conditions = "; ".join(f"{c.get('type')}={c.get('status')} {c.get('reason', '')}: {c.get('message', '')}".rstrip(": ")
+                           for c in status.get("conditions") or [])
+    evidence.add("ClusterPolicy status", f"state: {status.get('state')}\nconditions: {conditions or '(none)'}")
+    assert status.get("state") == "ready", f"ClusterPolicy state is {status.get('state')!r}, expected 'ready'" + (
+        f" ({conditions})" if conditions else "")
+
+
+@check("cluster.operator.spec", "ClusterPolicy carries the profile's value",
+       fix="helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator --reuse-values --set <path>=<value> "
+           "(e.g. driver.enabled=false, mig.strategy=mixed)",
+       needs=[POLICY])
+def test_clusterpolicy_spec_value(cluster, cluster_expected, spec_path):
+    """ClusterPolicy spec.<path> equals cluster.gpu_operator.spec[<path>]."""
+    want = cluster_expected.gpu_operator.spec[spec_path]
+    got = operator.spec_value(_policy(cluster, cluster_expected)["spec"], spec_path)
+    assert got == want, f"spec.{spec_path} is {'unset' if got is MISSING else repr(got)}, expected {want!r}"
+
+
+@check("cluster.operator.validator_env", "Driver validator has the profile's environment",
+       fix="helm upgrade ... --set validator.driver.env[0].name=DISABLE_DEV_CHAR_SYMLINK_CREATION "
+           "--set-string validator.driver.env[0].value=true",
+       needs=[POLICY])
+def test_validator_driver_env(cluster, cluster_expected, validator_env):
+    """ClusterPolicy spec.validator.driver.env sets the variable to the profile's value."""
+    want = cluster_expected.gpu_operator.validator_driver_env[validator_env]
+    env = operator.spec_value(_policy(cluster, cluster_expected)["spec"], "validator.driver.env")
+    got = operator.env_value(env if env is not MISSING else [], validator_env)
+    assert got == want, (f"spec.validator.driver.env {validator_env} is "
+                         f"{'unset' if got is MISSING else repr(got)}, expected {want!r}")
+
+
+@check("cluster.operator.toleration", "Operands tolerate the GPU workers' taint",
+       fix="helm upgrade ... with daemonsets.tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
+       needs=[POLICY])
+def test_operand_toleration(cluster, cluster_expected, toleration):
+    """ClusterPolicy spec.daemonsets.tolerations holds the profile's toleration."""
+    have = operator.spec_value(_policy(cluster, cluster_expected)["spec"], "daemonsets.tolerations")
+    have = [] if have is MISSING else have
+    want = toleration.model_dump(exclude_none=True)
+    assert any(all(t.get(k) == v for k, v in want.items()) for t in have), (
+        f"spec.daemonsets.tolerations lacks {toleration}; has {have or 'none'}")
+
+
+@check("cluster.operator.operand", "Operand DaemonSet is available on every GPU worker",
+       fix="kubectl -n gpu-operator describe ds <operand>; a node missing the nvidia.com/gpu.deploy.<operand> "
+           "label or tainted without toleration gets no pod; a crash-looping pod: read its log",
+       needs=[NAMESPACE])
+def test_operand_available(cluster, cluster_expected, operand):
+    """The DaemonSet runs one available pod on every GPU worker (none unscheduled, none unavailable)."""
+    ds = next((d for d in cluster.daemonsets() if d["metadata"]["name"] == operand), None)
+    assert ds is not None, f"DaemonSet {operand} not found in {cluster_expected.gpu_operator.namespace}"
+    problems = operator.operand_unscheduled(ds, cluster.gpu_nodes())
+    if operator.operand_short(ds):
+        pods = cluster.pods_of(operator.label_selector(ds["spec"]["selector"]["matchLabels"]))
+        problems += [p for p in operator.operand_pods_not_available(pods, cluster.gpu_node_names())
+                     if not any(p.split(":")[0] == u.split(":")[0] for u in problems)]
+    st = ds.get("status") or {}
+    assert not problems, (f"{operand}: {st.get('numberAvailable', 0)} of {st.get('desiredNumberScheduled', 0)} "
+                          f"available on {len(cluster.gpu_node_names())} GPU workers; " + "; ".join(problems))
+
+
+@check("cluster.operator.validation", "GPU Operator validations completed on every GPU worker",
+       fix={"default": "read the failing validator init container's log (kubectl -n gpu-operator logs "
+                       "<nvidia-operator-validator-pod> -c <container>); 'last insn is not an exit or jmp' "
+                       "means net.core.bpf_jit_harden=2 on the host: set it to 1 (remediation/sysctl.sh)"},
+       needs=[NAMESPACE])
+def test_validations_completed(cluster, cluster_expected, evidence):
+    """On every GPU worker the nvidia-operator-validator pod is Ready (all validation init containers
+    done) and the nvidia-cuda-validator and nvidia-device-plugin-validator pods Succeeded."""
+    pods = cluster.validator_pods()
+    evidence.add("validator pods", "\n".join(operator.describe_pod(p) for p in pods) or "(none)")
+    problems = operator.validator_problems(pods, cluster.gpu_node_names())
+    assert not problems, "; ".join(problems)
