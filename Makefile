@@ -12,6 +12,8 @@ deps: venv sysdeps
 
 venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
@@ -24,10 +26,16 @@ sysdeps:
 include testbed/hosts.mk
 -include testbed/cluster.mk
 
-test: deps
+test: deps $(TEST_DEPS)
 	$(PYTEST) -c selftest/pytest.ini selftest $(PYTEST_ARGS)
 
-demo: deps demo-node
+# The simulated platform of the demo: three healthy workers and three carrying the article's
+# pitfalls (DKMS stuck at `added` after the linker lost its run bit, bpf_jit_harden=2,
+# signature enforcement refusing the driver).
+DEMO_NODES ?= gpu-good,good-mig,good-debian,dkms-added,ld-not-executable,bpf-jit-harden-2,sig-enforce-blocks-driver
+
+demo: deps
+	$(MAKE) --no-print-directory demo-node SCENARIOS=$(DEMO_NODES)
 
 clean:
 	rm -rf $(VENV) $(STATE) reports/*.html reports/*.json reports/*.xml

@@ -83,7 +83,7 @@ def render(template: str, name: str, ns: RunNamespace, images: Images, *,
         c["image"] = images.image
         c["imagePullPolicy"] = images.pull_policy
         if limits is not None:
-            c.setdefault("resources", {})["limits"] = {k: v for k, v in limits.items()}
+            c.setdefault("resources", {})["limits"] = {k: str(v) for k, v in limits.items()}
     return body
 
 

@@ -32,6 +32,7 @@ from kubernetes.client.rest import ApiException
 
 from gpuconform.mig import RESOURCE_GPU, RESOURCE_MIG_PREFIX, gpu_model, mig_devices_per_gpu
 from gpuconform.mig.catalog import UnknownGpuModel, UnknownMigConfig, mig_resource_name
+from testbed.cluster.waiting import GiveUp, wait_for
 
 ANN = "testbed.gpuconform.io/"
 ANN_DEVICES = ANN + "devices"
@@ -222,6 +223,7 @@ class DeviceSim:
         logfile.write_text(cri_log(lines))
         self.put_logs_object(pod, logfile)
         self.remember(uid, ",".join(d.uuid for d in given))
+        self.wait_log_served(pod)
         annotations = {ANN_DEVICES: ",".join(d.uuid for d in given)}
         if runs_to_completion:
             if ok or pod.spec.restart_policy == "Never":
@@ -237,6 +239,26 @@ class DeviceSim:
         log.info("pod %s/%s on %s: devices=%s outcome=%s %s", ns, name, node.metadata.name,
                  annotations[ANN_DEVICES], annotations.get(ANN_OUTCOME, annotations.get(ANN_SIMULATE)),
                  "; ".join(short))
+
+    def wait_log_served(self, pod: client.V1Pod) -> None:
+        """kwok learns about a Logs object through its informer; finish the pod only once its
+        log is served through the API server, so a reader never sees "no logs found"."""
+        container = pod.spec.containers[0].name
+
+        def served() -> bool:
+            try:
+                self.core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace,
+                                                  container=container, limit_bytes=1)
+            except ApiException as exc:
+                if exc.status == 404:
+                    raise GiveUp("pod gone") from None
+                raise
+            return True
+
+        try:
+            wait_for(f"kwok to serve the log of {pod.metadata.namespace}/{pod.metadata.name}", served, 15)
+        except (TimeoutError, GiveUp) as exc:
+            log.warning("%s", exc)
 
     def put_logs_object(self, pod: client.V1Pod, logfile: Path) -> None:
         body = {
