@@ -122,9 +122,6 @@ class Hooks:
         fix = fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
         layer = next((m.name for m in item.iter_markers() if m.name in LAYERS), None)
         record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
-        notes = item.stash.get(keys.EVIDENCE, None)  # added by checks via the `evidence` fixture
-        if notes and record["verdict"] in ("pass", "fail", "error"):
-            record["evidence"] = rec.redact("\n\n".join(filter(None, [record["evidence"], *notes])))
         if record["verdict"] == "fail" and self.waivers:
             ref = waivers_mod.match(self.waivers, record["check_id"], record["param"], record["host"], self.today)
             if ref:

@@ -19,21 +19,23 @@ def test_dkms_nvidia_installed_for_running_kernel(node, expected):
     """`dkms status` shows nvidia (or nvidia-open) at the profile's version `installed` for `uname -r`."""
     if expected.driver.install != "dkms":
         pytest.skip(f"the driver is not built by DKMS on this host (driver.install: {expected.driver.install})")
-    if not node.tool("dkms"):
-        assert False, "dkms is not installed on the host, but the profile says the driver is built by DKMS"
     kver, want = node.kernel_release, expected.driver.version
-    entries = _nvidia_entries(node, expected)
-    good = [e for e in entries if e.version == want and e.kernel == kver and e.state == "installed"]
-    if good:
-        return
+    entries = _nvidia_entries(node, expected) if node.tool("dkms") else None
+    good = [e for e in entries or () if e.version == want and e.kernel == kver and e.state == "installed"]
+    assert good, _why_not_installed(entries, kver, want, expected.driver.dkms_module_names)
+
+
+def _why_not_installed(entries, kver, want, names) -> str:
+    if entries is None:
+        return "dkms is not installed on the host, but the profile says the driver is built by DKMS"
     if not entries:
-        assert False, f"dkms knows no nvidia module (looked for {', '.join(expected.driver.dkms_module_names)})"
+        return f"dkms knows no nvidia module (looked for {', '.join(names)})"
     here = [e for e in entries if e.kernel in (kver, None)]
     described = "; ".join(f"{e.module}/{e.version}" + (f" for {e.kernel}" if e.kernel else "") + f": {e.state}"
                           + (f" ({e.note})" if e.note else "") for e in (here or entries))
     if not here:
-        assert False, f"nvidia is built by DKMS only for other kernels, not the running {kver}: {described}"
-    assert False, f"nvidia {want} is not installed for the running kernel {kver}: {described}"
+        return f"nvidia is built by DKMS only for other kernels, not the running {kver}: {described}"
+    return f"nvidia {want} is not installed for the running kernel {kver}: {described}"
 
 
 @check("node.toolchain.ld_runs", "The linker runs (DKMS needs it to build the driver)",
