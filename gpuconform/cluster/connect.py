@@ -83,9 +83,6 @@ class Cluster:
         self.api = api
         self.source = source
         self.timeout = timeout
-        self.core = client.CoreV1Api(api)
-        self.apps = client.AppsV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
 
     @property
     def server(self) -> str:
@@ -117,25 +114,61 @@ class Cluster:
             raise Unreachable(f"API server {self.server} unreachable ({self.source}) while {what}: "
                               f"{api_error_line(exc)}") from None
 
-    def get_json(self, path: str, query: dict[str, Any] | None = None, *, what: str | None = None,
-                 missing_ok: bool = False, deadline_s: float | None = None) -> dict | None:
-        """GET ``path`` as plain JSON (no typed models: fast on thousands of objects).
-        With ``missing_ok`` a 404 gives None."""
-        def get() -> dict:
-            method, url, headers, _body, _post = self.api.param_serialize(
-                "GET", path, query_params=list((query or {}).items()) or None,
-                header_params={"Accept": "application/json"}, auth_settings=["BearerToken"])
-            resp = self.api.call_api(method, url, headers, _request_timeout=self.request_timeout)
+    def _send(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
+              content_type: str = "application/json", timeout: float | None = None):
+        """One HTTP request on the raw client (no typed models: they cost seconds to load and
+        to fill on thousands of objects). Returns the response; raises ApiException on non-2xx."""
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        method, url, headers, body, _post = self.api.param_serialize(
+            method, path, query_params=[(k, v) for k, v in (query or {}).items() if v is not None] or None,
+            header_params=headers, body=body, auth_settings=["BearerToken"])
+        resp = self.api.call_api(method, url, headers, body, _request_timeout=timeout or self.request_timeout)
+        if not 200 <= resp.status <= 299:
             resp.read()
-            if not 200 <= resp.status <= 299:
-                raise ApiException(http_resp=resp)
-            return json.loads(resp.data)
+            raise ApiException(http_resp=resp)
+        return resp
+
+    def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None, *,
+                what: str | None = None, missing_ok: bool = False, deadline_s: float | None = None,
+                content_type: str = "application/json", text: bool = False) -> Any:
+        """``method path`` with retries on transient errors; the JSON answer (or text), None on a
+        404 with ``missing_ok``."""
+        def send():
+            resp = self._send(method, path, query, body, content_type)
+            data = resp.read()
+            return data.decode("utf-8", "replace") if text else (json.loads(data) if data else {})
         try:
-            return self.call(what or f"reading {path}", get, deadline_s=deadline_s)
+            return self.call(what or f"{method} {path}", send, deadline_s=deadline_s)
         except ClusterError as exc:
             if missing_ok and " 404 " in f"{exc} ":
                 return None
             raise
+
+    def get_json(self, path: str, query: dict[str, Any] | None = None, *, what: str | None = None,
+                 missing_ok: bool = False, deadline_s: float | None = None) -> dict | None:
+        """GET ``path`` as plain JSON. With ``missing_ok`` a 404 gives None."""
+        return self.request("GET", path, query, what=what or f"reading {path}", missing_ok=missing_ok,
+                            deadline_s=deadline_s)
+
+    def patch(self, path: str, body: dict, *, what: str | None = None) -> dict:
+        return self.request("PATCH", path, body=body, what=what, content_type="application/merge-patch+json")
+
+    def watch(self, path: str, query: dict[str, Any], timeout_s: float):
+        """Events (``{type, object}`` dicts) of a watch on ``path`` until the server ends it."""
+        resp = self._send("GET", path, {**query, "watch": "true", "allowWatchBookmarks": "true",
+                                        "timeoutSeconds": max(1, int(timeout_s))}, timeout=timeout_s + 5)
+        try:
+            buffer = b""
+            for chunk in resp.response.stream(None):  # watch answers are chunked: one chunk per event
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield json.loads(line)
+        finally:
+            resp.response.release_conn()
 
     def version(self) -> dict:
         return self.get_json("/version", what="asking the server version")  # type: ignore[return-value]

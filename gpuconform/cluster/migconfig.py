@@ -25,10 +25,7 @@ class Step:
 def _patch(cluster: Cluster, node: str, config: str, restore: str | None) -> dict:
     body = {"metadata": {"labels": {nodes.LABEL_MIG_CONFIG: config},
                          "annotations": {RESTORE_MIG_CONFIG: restore}}}
-    obj = cluster.call(f"relabelling {node}", cluster.core.patch_node, node, body, _preload_content=False,
-                       _request_timeout=cluster.request_timeout)
-    import json
-    return json.loads(obj.data)
+    return cluster.patch(f"/api/v1/nodes/{node}", body, what=f"relabelling {node}")
 
 
 def restore(cluster: Cluster, node: str) -> str | None:
@@ -66,7 +63,7 @@ def apply(cluster: Cluster, node: str, config: str, *, restore_to: str | None, t
                             f"{' -> '.join(states) or 'none'}") if obj else "node gone"
     try:
         obj = watch_one(cluster, f"{node} {nodes.LABEL_MIG_STATE}=success after relabel to {config}",
-                        cluster.core.list_node, name=node, timeout=timeout, condition=applied,
+                        "/api/v1/nodes", name=node, timeout=timeout, condition=applied,
                         describe=describe, since=written)
     except Stop as exc:
         return Step(config, states, {}, f"{exc} (states seen {' -> '.join(states)})")

@@ -14,8 +14,6 @@ import secrets
 import threading
 from typing import Callable
 
-from kubernetes.client.rest import ApiException
-
 from gpuconform.cluster.connect import Cluster
 from gpuconform.cluster.errors import ClusterError
 
@@ -63,9 +61,6 @@ class Cleanup:
                 what, undo = self._stack.pop()
             try:
                 undo()
-            except ApiException as exc:
-                if exc.status != 404:
-                    self.errors.append(f"{what}: HTTP {exc.status} {exc.reason}")
             except Exception as exc:  # noqa: BLE001 - cleanup goes on with the rest
                 self.errors.append(f"{what}: {type(exc).__name__}: {exc}")
         return self.errors
@@ -89,7 +84,7 @@ class RunNamespace:
                 "metadata": {"name": self.name, "labels": {**self.labels, **POD_SECURITY},
                              "annotations": {STARTED_ANNOTATION: dt.datetime.now(dt.timezone.utc).isoformat(
                                  timespec="seconds")}}}
-        self.cluster.call(f"creating namespace {self.name}", self.cluster.core.create_namespace, body)
+        self.cluster.request("POST", "/api/v1/namespaces", body=body, what=f"creating namespace {self.name}")
         self.created = True
         self.cleanup.add(f"namespace {self.name}", self.delete)
         return self
@@ -97,18 +92,14 @@ class RunNamespace:
     def delete(self) -> None:
         if self.keep:
             return
-        try:
-            self.cluster.core.delete_namespace(self.name, propagation_policy="Background",
-                                               _request_timeout=self.cluster.request_timeout)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        self.cluster.request("DELETE", f"/api/v1/namespaces/{self.name}", body={"propagationPolicy": "Background"},
+                             what=f"deleting namespace {self.name}", missing_ok=True, deadline_s=self.cluster.timeout)
 
     def wait_default_service_account(self, timeout: float) -> None:
         """Pods are refused until the namespace's default service account exists."""
         from gpuconform.cluster.waiting import watch_one
         watch_one(self.cluster, f"service account default in {self.name}",
-                  self.cluster.core.list_namespaced_service_account, self.name, name="default",
+                  f"/api/v1/namespaces/{self.name}/serviceaccounts", name="default",
                   timeout=timeout, condition=lambda sa: sa is not None,
                   describe=lambda sa: "not created yet (is kube-controller-manager running?)")
 

@@ -40,11 +40,14 @@ def sweep(cluster, run_id: str | None = None, *, dry_run: bool = False, wait_s: 
     for ns in namespaces:
         name, phase = ns["metadata"]["name"], (ns.get("status") or {}).get("phase")
         run = (ns["metadata"].get("labels") or {}).get(RUN_LABEL, "?")
+        if phase == "Terminating":
+            out(f"namespace {name} (run {run}) is already terminating")
+            continue
         if dry_run:
             out(f"would delete namespace {name} (run {run}, {phase})")
             continue
-        cluster.call(f"deleting namespace {name}", cluster.core.delete_namespace, name,
-                     propagation_policy="Background")
+        cluster.request("DELETE", f"/api/v1/namespaces/{name}", body={"propagationPolicy": "Background"},
+                        what=f"deleting namespace {name}", missing_ok=True)
         out(f"deleted namespace {name} (run {run}, was {phase})")
     for node in relabelled:
         name = node["metadata"]["name"]

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Callable, TypeVar
+from typing import Any, Callable, TypeVar
 
 import urllib3
-from kubernetes import watch
 from kubernetes.client.rest import ApiException
 
 from gpuconform.cluster.connect import Cluster, transient
@@ -31,17 +30,18 @@ def _key(obj: dict) -> str:
     return f"{md.get('namespace', '')}/{md.get('name', '')}"
 
 
-def watch_until(cluster: Cluster, what: str, list_fn: Callable, *args, timeout: float,
+def watch_until(cluster: Cluster, what: str, path: str, *, timeout: float,
                 condition: Callable[[Objects], T], describe: Callable[[Objects], str],
-                since: tuple[Objects, str] | None = None, **selectors) -> T:
-    """Watch the objects ``list_fn(*args, **selectors)`` returns (e.g. ``core.list_namespaced_pod,
-    ns, field_selector='metadata.name=x'``) until ``condition(objects)`` is truthy; return it.
+                query: dict[str, Any] | None = None, since: tuple[Objects, str] | None = None) -> T:
+    """Watch the collection ``path`` (e.g. ``/api/v1/namespaces/x/pods`` with ``query``
+    ``{"fieldSelector": "metadata.name=p"}``) until ``condition(objects)`` is truthy; return it.
 
     ``condition`` may raise :class:`Stop` for a terminal state. On the deadline raises
     :class:`WaitTimeout` with ``describe(objects)`` of the last objects seen. ``since`` =
     (objects, resourceVersion) starts watching there instead of listing (e.g. right after a
     patch, so that no change made after it can be missed).
     """
+    query = dict(query or {})
     deadline = time.monotonic() + timeout
     objects: Objects = dict(since[0]) if since else {}
     rv: str | None = since[1] if since else None
@@ -49,19 +49,17 @@ def watch_until(cluster: Cluster, what: str, list_fn: Callable, *args, timeout: 
     while (left := deadline - time.monotonic()) > 0:
         try:
             if rv is None:
-                resp = cluster.call(f"listing for {what}", list_fn, *args, _preload_content=False,
-                                    _request_timeout=cluster.request_timeout, deadline_s=min(left, cluster.timeout),
-                                    **selectors)
-                doc = json.loads(resp.data)
+                doc = cluster.request("GET", path, query, what=f"listing for {what}",
+                                      deadline_s=min(left, cluster.timeout))
                 objects = {_key(o): o for o in doc.get("items", [])}
                 rv = doc["metadata"].get("resourceVersion")
                 if result := condition(objects):
                     return result
-            w = watch.Watch()
-            for event in w.stream(list_fn, *args, resource_version=rv, timeout_seconds=max(1, int(left)),
-                                  allow_watch_bookmarks=True, deserialize=False,
-                                  _request_timeout=left + 5, **selectors):
-                obj = event["object"]
+            for event in cluster.watch(path, {**query, "resourceVersion": rv}, left):
+                obj = event.get("object") or {}
+                if event.get("type") == "ERROR":
+                    rv = None  # e.g. 410 Gone: list again
+                    break
                 rv = (obj.get("metadata") or {}).get("resourceVersion") or rv
                 if event["type"] == "BOOKMARK":
                     continue
@@ -70,29 +68,27 @@ def watch_until(cluster: Cluster, what: str, list_fn: Callable, *args, timeout: 
                 else:
                     objects[_key(obj)] = obj
                 if result := condition(objects):
-                    w.stop()
                     return result
                 if time.monotonic() >= deadline:
-                    w.stop()
                     break
         except ApiException as exc:
             if exc.status != 410 and not transient(exc):
                 raise ClusterError(f"watching for {what}: {api_error_line(exc)}") from None
-            rv = None  # expired or transient: list again
-        except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError):
             rv = None
+        except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, json.JSONDecodeError):
+            rv = None  # dropped watch: list again after a short pause
             time.sleep(min(backoff, max(0.0, deadline - time.monotonic())))
             backoff = min(backoff * 2, 2.0)
     raise WaitTimeout(f"timed out after {timeout:.0f}s waiting for {what}; last state seen: {describe(objects)}")
 
 
-def watch_one(cluster: Cluster, what: str, list_fn: Callable, *args, name: str, timeout: float,
+def watch_one(cluster: Cluster, what: str, collection: str, *, name: str, timeout: float,
               condition: Callable[[dict | None], T], describe: Callable[[dict | None], str],
               since: dict | None = None) -> T:
-    """:func:`watch_until` for the single object ``name`` (None while it does not exist);
-    ``since``: that object as just written (watch from its resourceVersion)."""
+    """:func:`watch_until` for the single object ``name`` of ``collection`` (None while it does
+    not exist); ``since``: that object as just written (watch from its resourceVersion)."""
     one = lambda objs: next(iter(objs.values()), None)  # noqa: E731
     start = ({_key(since): since}, since["metadata"]["resourceVersion"]) if since else None
-    return watch_until(cluster, what, list_fn, *args, timeout=timeout, since=start,
-                       condition=lambda objs: condition(one(objs)), describe=lambda objs: describe(one(objs)),
-                       field_selector=f"metadata.name={name}")
+    return watch_until(cluster, what, collection, timeout=timeout, since=start,
+                       query={"fieldSelector": f"metadata.name={name}"},
+                       condition=lambda objs: condition(one(objs)), describe=lambda objs: describe(one(objs)))

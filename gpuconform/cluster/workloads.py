@@ -110,26 +110,21 @@ class Workloads:
     # -- create / delete --------------------------------------------------------------------
     def create(self, body: dict) -> str:
         name = body["metadata"]["name"]
-        self.cluster.call(f"creating pod {name}", self.cluster.core.create_namespaced_pod, self.ns.name, body)
+        self.cluster.request("POST", f"/api/v1/namespaces/{self.ns.name}/pods", body=body, what=f"creating pod {name}")
         self.ns.cleanup.add(f"pod {self.ns.name}/{name}", lambda: self._delete_now(name))
         return name
 
     def _delete_now(self, name: str) -> None:
-        from kubernetes.client.rest import ApiException
-        try:
-            self.cluster.core.delete_namespaced_pod(name, self.ns.name, grace_period_seconds=0,
-                                                    _request_timeout=self.cluster.request_timeout)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        self.cluster.request("DELETE", f"/api/v1/namespaces/{self.ns.name}/pods/{name}",
+                             body={"gracePeriodSeconds": 0}, what=f"deleting pod {name}", missing_ok=True)
 
     def delete(self, name: str, *, wait: bool = False) -> None:
         """Delete the pod now (its cleanup is then done); with ``wait``, until it is gone."""
         self._delete_now(name)
         self.ns.cleanup.discard(f"pod {self.ns.name}/{name}")
         if wait:
-            watch_one(self.cluster, f"pod {name} to be deleted", self.cluster.core.list_namespaced_pod,
-                      self.ns.name, name=name, timeout=self.deadlines.delete_s,
+            watch_one(self.cluster, f"pod {name} to be deleted", f"/api/v1/namespaces/{self.ns.name}/pods",
+                      name=name, timeout=self.deadlines.delete_s,
                       condition=lambda p: p is None, describe=podstate.describe_pod)
 
     # -- diagnostics ------------------------------------------------------------------------
@@ -145,8 +140,8 @@ class Workloads:
 
     def log(self, name: str) -> str:
         try:
-            return self.cluster.call(f"reading the log of {name}", self.cluster.core.read_namespaced_pod_log,
-                                     name, self.ns.name, _request_timeout=self.cluster.request_timeout)
+            return self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
+                                        what=f"reading the log of {name}", text=True)
         except ClusterError as exc:
             return f"(log unreadable: {exc})"
 
@@ -180,8 +175,8 @@ class Workloads:
 
         last: dict | None = None
         try:
-            last = watch_one(self.cluster, f"pod {self.ns.name}/{name} to complete", self.cluster.core.list_namespaced_pod,
-                             self.ns.name, name=name, timeout=self.deadlines.run_s, condition=finished,
+            last = watch_one(self.cluster, f"pod {self.ns.name}/{name} to complete",
+                             f"/api/v1/namespaces/{self.ns.name}/pods", name=name, timeout=self.deadlines.run_s, condition=finished,
                              describe=podstate.describe_pod)
         except (Stop, WaitTimeout) as exc:
             pod = self.cluster.get_json(f"/api/v1/namespaces/{self.ns.name}/pods/{name}", missing_ok=True)
@@ -221,11 +216,11 @@ class Workloads:
 
         try:
             message = watch_until(self.cluster, f"event {reason} '{needle}' for pod {name}",
-                                  self.cluster.core.list_namespaced_event, self.ns.name,
+                                  f"/api/v1/namespaces/{self.ns.name}/events",
                                   timeout=self.deadlines.event_s, condition=matching,
                                   describe=lambda ev: "; ".join(f"{e.get('reason')}: {e.get('message')}"
                                                                 for e in ev.values()) or "no events",
-                                  field_selector=f"involvedObject.name={name}")
+                                  query={"fieldSelector": f"involvedObject.name={name}"})
         except WaitTimeout:
             message = None
         pod = self.cluster.get_json(f"/api/v1/namespaces/{self.ns.name}/pods/{name}", missing_ok=True)

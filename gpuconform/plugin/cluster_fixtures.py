@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import TYPE_CHECKING
 
 import pytest
 
-from gpuconform.cluster import connect as connect_mod
 from gpuconform.cluster.errors import ClusterError
-from gpuconform.cluster.facts import ClusterFacts
-from gpuconform.cluster.namespace import Cleanup, RunNamespace, ensure
-from gpuconform.cluster.workloads import Deadlines, Images, Workloads
 from gpuconform.plugin import keys
 from gpuconform.plugin.gating import Gate
 from gpuconform.profile import ClusterExpectations
+
+if TYPE_CHECKING:  # the kubernetes client loads only when a cluster check runs
+    from gpuconform.cluster.facts import ClusterFacts
+    from gpuconform.cluster.namespace import RunNamespace
+    from gpuconform.cluster.workloads import Workloads
 
 REACHABLE = "cluster.api.reachable"
 CLUSTER_RUN = pytest.StashKey["ClusterRun"]()
@@ -28,11 +30,14 @@ class ClusterRun:
     """The cluster side of one pytest process: connection, facts, namespace, cleanup."""
 
     def __init__(self, config: pytest.Config):
+        from gpuconform.cluster import connect as connect_mod
+        from gpuconform.cluster.facts import ClusterFacts
+        from gpuconform.cluster.namespace import Cleanup
         opt = config.option
         self.expected: ClusterExpectations = config.stash[keys.PROFILE].profile.cluster
         self.keep_on_failure = bool(getattr(opt, "gpuconform_keep_on_failure", False))
         self.cleanup = Cleanup()
-        self.namespace: RunNamespace | None = None
+        self.namespace: "RunNamespace | None" = None
         self.gate = Gate()
         self.connect_error: str | None = None
         t = self.expected.timeouts
@@ -50,7 +55,8 @@ class ClusterRun:
     def unreachable(self) -> str | None:
         return self.connect_error or (self.facts.unreachable if self.facts else None)
 
-    def run_namespace(self) -> RunNamespace:
+    def run_namespace(self) -> "RunNamespace":
+        from gpuconform.cluster.namespace import ensure
         with self._lock:
             if self.namespace is None:
                 self.namespace = ensure(self.cluster, self.cleanup, self.expected.timeouts.namespace_s)
@@ -104,7 +110,7 @@ def cluster_expected(pytestconfig: pytest.Config) -> ClusterExpectations:
 
 
 @pytest.fixture(scope="session")
-def cluster(cluster_session: ClusterRun) -> ClusterFacts:
+def cluster(cluster_session: ClusterRun) -> "ClusterFacts":
     """Read-only snapshot of the cluster: one list per kind, fetched on first use."""
     if cluster_session.facts is None:
         pytest.skip(f"blocked by {REACHABLE} (API server answers): {cluster_session.connect_error}")
@@ -112,8 +118,9 @@ def cluster(cluster_session: ClusterRun) -> ClusterFacts:
 
 
 @pytest.fixture(scope="session")
-def workloads(cluster_session: ClusterRun, cluster: ClusterFacts) -> Workloads:
+def workloads(cluster_session: ClusterRun, cluster: "ClusterFacts") -> "Workloads":
     """Runs the pods of ``manifests/`` in the run's namespace (created on first use)."""
+    from gpuconform.cluster.workloads import Deadlines, Images, Workloads
     exp = cluster_session.expected
     w, t = exp.workloads, exp.timeouts
     return Workloads(cluster.cluster, cluster_session.run_namespace(),

@@ -33,7 +33,7 @@ def test_fabric_manager_version(node, expected):
 
 @check("node.fabricmanager.active", "nvidia-fabricmanager service is active",
        fix="systemctl enable --now nvidia-fabricmanager; journalctl -u nvidia-fabricmanager",
-       evidence=["pid1", "systemd_units", "processes"])
+       needs=["node.driver.modules_loaded"], evidence=["pid1", "systemd_units", "processes"])
 def test_fabric_manager_active(node, expected):
     """systemd reports nvidia-fabricmanager.service active."""
     _required(expected)

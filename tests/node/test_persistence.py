@@ -24,7 +24,7 @@ def test_persistenced_enabled(node, expected):
 
 
 @check("node.persistenced.active", "nvidia-persistenced service is active", fix=FIX,
-       evidence=["pid1", "systemd_units"])
+       needs=["node.driver.modules_loaded"], evidence=["pid1", "systemd_units"])
 def test_persistenced_active(node, expected):
     """systemd reports nvidia-persistenced.service active (running)."""
     _required(expected)
@@ -34,7 +34,7 @@ def test_persistenced_active(node, expected):
 
 
 @check("node.persistenced.running", "nvidia-persistenced daemon is running", fix=FIX,
-       evidence=["processes"])
+       needs=["node.driver.modules_loaded"], evidence=["processes"])
 def test_persistenced_running(node, expected):
     """A process named nvidia-persistenced runs on the host."""
     _required(expected)
