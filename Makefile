@@ -37,5 +37,5 @@ DEMO_NODES ?= gpu-good,good-mig,good-debian,dkms-added,ld-not-executable,bpf-jit
 demo: deps
 	$(MAKE) --no-print-directory demo-node SCENARIOS=$(DEMO_NODES)
 
-clean:
+clean: testbed-down hosts-down
 	rm -rf $(VENV) $(STATE) reports/*.html reports/*.json reports/*.xml

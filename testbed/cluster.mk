@@ -18,4 +18,4 @@ testbed-down:
 	$(PY) -m testbed.cluster down --state $(CLUSTER_STATE)
 
 testbed-status:
-	@$(PY) -m testbed.cluster status --state $(CLUSTER_STATE)
+	@$(PY) -m testbed.cluster status --state $(CLUSTER_STATE) || true

@@ -11,10 +11,11 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# The report selftests render the HTML report in a real browser (headless Debian chromium).
-if [ ! -x /usr/bin/chromium ]; then
-  echo "installing: chromium"
+# The report selftests render the HTML report in a real browser (headless Debian chromium; a
+# font so its screenshots show text).
+if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/truetype/dejavu ]; then
+  echo "installing: chromium fonts-dejavu-core"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
 fi

@@ -41,7 +41,7 @@ def apply(cluster: Cluster, node: str, config: str, *, restore_to: str | None, t
           expected_allocatable: Callable[[str], dict[str, int]]) -> Step:
     """Relabel, watch the state go pending -> success, compare allocatable with the catalog."""
     written = _patch(cluster, node, config, restore_to)
-    states: list[str] = []
+    states: list[str] = [nodes.labels(written).get(nodes.LABEL_MIG_STATE, "<unset>")]
 
     def applied(obj: dict | None):
         if obj is None:

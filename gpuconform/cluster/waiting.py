@@ -32,14 +32,16 @@ def _key(obj: dict) -> str:
 
 def watch_until(cluster: Cluster, what: str, path: str, *, timeout: float,
                 condition: Callable[[Objects], T], describe: Callable[[Objects], str],
-                query: dict[str, Any] | None = None, since: tuple[Objects, str] | None = None) -> T:
+                query: dict[str, Any] | None = None, since: tuple[Objects, str] | None = None,
+                recheck_s: float | None = None) -> T:
     """Watch the collection ``path`` (e.g. ``/api/v1/namespaces/x/pods`` with ``query``
     ``{"fieldSelector": "metadata.name=p"}``) until ``condition(objects)`` is truthy; return it.
 
     ``condition`` may raise :class:`Stop` for a terminal state. On the deadline raises
     :class:`WaitTimeout` with ``describe(objects)`` of the last objects seen. ``since`` =
     (objects, resourceVersion) starts watching there instead of listing (e.g. right after a
-    patch, so that no change made after it can be missed).
+    patch, so that no change made after it can be missed). ``recheck_s``: also evaluate
+    ``condition`` that often when nothing changes (conditions that depend on time).
     """
     query = dict(query or {})
     deadline = time.monotonic() + timeout
@@ -55,7 +57,7 @@ def watch_until(cluster: Cluster, what: str, path: str, *, timeout: float,
                 rv = doc["metadata"].get("resourceVersion")
                 if result := condition(objects):
                     return result
-            for event in cluster.watch(path, {**query, "resourceVersion": rv}, left):
+            for event in cluster.watch(path, {**query, "resourceVersion": rv}, min(left, recheck_s or left)):
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     rv = None  # e.g. 410 Gone: list again
@@ -71,6 +73,9 @@ def watch_until(cluster: Cluster, what: str, path: str, *, timeout: float,
                     return result
                 if time.monotonic() >= deadline:
                     break
+            else:
+                if recheck_s and (result := condition(objects)):
+                    return result
         except ApiException as exc:
             if exc.status != 410 and not transient(exc):
                 raise ClusterError(f"watching for {what}: {api_error_line(exc)}") from None
@@ -84,11 +89,11 @@ def watch_until(cluster: Cluster, what: str, path: str, *, timeout: float,
 
 def watch_one(cluster: Cluster, what: str, collection: str, *, name: str, timeout: float,
               condition: Callable[[dict | None], T], describe: Callable[[dict | None], str],
-              since: dict | None = None) -> T:
+              since: dict | None = None, recheck_s: float | None = None) -> T:
     """:func:`watch_until` for the single object ``name`` of ``collection`` (None while it does
     not exist); ``since``: that object as just written (watch from its resourceVersion)."""
     one = lambda objs: next(iter(objs.values()), None)  # noqa: E731
     start = ({_key(since): since}, since["metadata"]["resourceVersion"]) if since else None
-    return watch_until(cluster, what, collection, timeout=timeout, since=start,
+    return watch_until(cluster, what, collection, timeout=timeout, since=start, recheck_s=recheck_s,
                        query={"fieldSelector": f"metadata.name={name}"},
                        condition=lambda objs: condition(one(objs)), describe=lambda objs: describe(one(objs)))

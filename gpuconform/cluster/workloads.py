@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import re
 from pathlib import Path
+from typing import Callable
 
 import yaml
 
@@ -99,13 +100,18 @@ def gpu_limits(spec: dict) -> dict[str, str]:
 
 
 class Workloads:
-    def __init__(self, cluster: Cluster, namespace: RunNamespace, images: Images, deadlines: Deadlines,
-                 *, keep_on_failure: bool = False):
+    def __init__(self, cluster: Cluster, namespace: Callable[[], RunNamespace], images: Images,
+                 deadlines: Deadlines, *, keep_on_failure: bool = False):
         self.cluster = cluster
-        self.ns = namespace
+        self._namespace = namespace
         self.images = images
         self.deadlines = deadlines
         self.keep_on_failure = keep_on_failure
+
+    @property
+    def ns(self) -> RunNamespace:
+        """The run's namespace, created when the first pod needs it."""
+        return self._namespace()
 
     # -- create / delete --------------------------------------------------------------------
     def create(self, body: dict) -> str:
@@ -138,12 +144,19 @@ class Workloads:
         return [f"{e.get('type', '')} {e.get('reason', '')}: {e.get('message', '')}"
                 + (f" (x{e['count']})" if (e.get("count") or 1) > 1 else "") for e in items]
 
-    def log(self, name: str) -> str:
-        try:
-            return self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
-                                        what=f"reading the log of {name}", text=True)
-        except ClusterError as exc:
-            return f"(log unreadable: {exc})"
+    def log(self, name: str, settle_s: float = 10) -> str:
+        """The pod's log. Right after a container ends the kubelet may briefly answer 400 (no
+        logs yet): asked again for ``settle_s``."""
+        import time
+        deadline = time.monotonic() + settle_s
+        while True:
+            try:
+                return self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
+                                            what=f"reading the log of {name}", text=True)
+            except ClusterError as exc:
+                if "HTTP 400" not in str(exc) or time.monotonic() > deadline:
+                    return f"(log unreadable: {exc})"
+                time.sleep(0.5)
 
     def _result(self, name: str, pod: dict | None) -> PodRun:
         return PodRun(name=name, phase=podstate.phase(pod) if pod else "Gone",
@@ -176,8 +189,9 @@ class Workloads:
         last: dict | None = None
         try:
             last = watch_one(self.cluster, f"pod {self.ns.name}/{name} to complete",
-                             f"/api/v1/namespaces/{self.ns.name}/pods", name=name, timeout=self.deadlines.run_s, condition=finished,
-                             describe=podstate.describe_pod)
+                             f"/api/v1/namespaces/{self.ns.name}/pods", name=name, timeout=self.deadlines.run_s,
+                             condition=finished, describe=podstate.describe_pod,
+                             recheck_s=min(5.0, self.deadlines.image_pull_s))
         except (Stop, WaitTimeout) as exc:
             pod = self.cluster.get_json(f"/api/v1/namespaces/{self.ns.name}/pods/{name}", missing_ok=True)
             result = self._result(name, pod)
@@ -198,7 +212,8 @@ class Workloads:
     def _finish(self, name: str, *, ok: bool) -> None:
         if ok or not self.keep_on_failure:
             self.delete(name)
-        else:
+        else:  # --keep-on-failure: the failed pod and its namespace stay for inspection
+            self.ns.cleanup.discard(f"pod {self.ns.name}/{name}")
             self.ns.keep = True
 
     # -- stays pending ----------------------------------------------------------------------

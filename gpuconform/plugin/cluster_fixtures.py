@@ -95,6 +95,8 @@ def cluster_session(request: pytest.FixtureRequest):
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, old)
     tr = request.config.pluginmanager.getplugin("terminalreporter")
+    if tr is not None and run.cluster is not None:
+        tr.write_line(f"gpuconform: cluster layer sent {run.cluster.request_count} API requests to {run.cluster.server}")
     if tr is not None and run.namespace is not None:
         if run.namespace.keep:
             tr.write_line(f"gpuconform: kept namespace {run.namespace.name} (--keep-on-failure); "
@@ -123,7 +125,7 @@ def workloads(cluster_session: ClusterRun, cluster: "ClusterFacts") -> "Workload
     from gpuconform.cluster.workloads import Deadlines, Images, Workloads
     exp = cluster_session.expected
     w, t = exp.workloads, exp.timeouts
-    return Workloads(cluster.cluster, cluster_session.run_namespace(),
+    return Workloads(cluster.cluster, cluster_session.run_namespace,
                      Images(w.image, tuple(w.image_pull_secrets), w.image_pull_policy),
                      Deadlines(image_pull_s=t.image_pull_s, run_s=t.pod_run_s, event_s=t.event_s,
                                delete_s=t.namespace_s),
@@ -138,6 +140,16 @@ class Evidence:
 
     def add(self, title: str, text: str) -> None:
         self.item.stash.setdefault(keys.EVIDENCE, []).append(f"--- {title} ---\n{text.rstrip()}")
+
+
+class _Discard:
+    """Evidence of a prerequisite evaluated for the gate: not this check's to show."""
+
+    def add(self, title: str, text: str) -> None:
+        pass
+
+
+_DISCARD = _Discard()
 
 
 @pytest.fixture
@@ -162,7 +174,7 @@ def _gpuconform_cluster_blocked_by(request: pytest.FixtureRequest) -> None:
     needs = mark.kwargs.get("needs", ())
     if not needs:
         return
-    values = {"cluster": run.facts, "cluster_expected": run.expected}
+    values = {"cluster": run.facts, "cluster_expected": run.expected, "evidence": _DISCARD}
     callspec = getattr(request.node, "callspec", None)
     target = "cluster"
     if callspec is not None and "gpu_node" in callspec.params:

@@ -15,7 +15,7 @@ from gpuconform.plugin import keys
 from gpuconform.report import html as report_html
 from gpuconform.report import record as rec
 from gpuconform.report import waivers as waivers_mod
-from gpuconform.report.fingerprint import host_summary
+from gpuconform.report.fingerprint import cluster_summary, host_summary
 from gpuconform.report.model import LAYERS
 from gpuconform.report.run import RunReport
 
@@ -52,9 +52,10 @@ class Hooks:
             opt.hosts = ",".join(self.profile.profile.hosts)
         _chroot_paths(config)
         self._summarized: set[str] = set()  # hosts whose summary this process already sent
+        self._cluster_noted = False
         self.run: RunReport | None = None
         self.json_path = None
-        if not opt.gpuconform_no_reports and not hasattr(config, "workerinput"):
+        if not (opt.gpuconform_no_reports or opt.collectonly or hasattr(config, "workerinput")):
             selection = " ".join(f"{flag} {val!r}" for flag, val in (("-m", opt.markexpr), ("-k", opt.keyword)) if val)
             self.run = RunReport(self.profile, self.waivers, Path(config.rootpath),
                                  tuple(config.invocation_params.args), selection or None, self.today)
@@ -122,20 +123,20 @@ class Hooks:
         fix = fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
         layer = next((m.name for m in item.iter_markers() if m.name in LAYERS), None)
         record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
-        if record["verdict"] == "fail" and self.waivers:
-            ref = waivers_mod.match(self.waivers, record["check_id"], record["param"], record["host"], self.today)
-            if ref:
-                record["waiver"] = ref
-                record["verdict"] = "waived" if ref["status"] == "valid" else "fail"
+        waivers_mod.apply(self.waivers, record, self.today)
         report.gpuconform_record = record
         if facts is not None and facts.host not in self._summarized:
             self._summarized.add(facts.host)
             report.gpuconform_host = rec.redact_obj(host_summary(facts))
-        if item.stash.get(rec.PLATFORM, None):
-            report.gpuconform_platform = rec.redact_obj(item.stash[rec.PLATFORM])
-        # JUnit writes user properties as <properties>: three simple ones, never the record
-        item.user_properties.extend([("check_id", record["check_id"] + (f"[{record['param']}]" if record["param"] else "")),
-                                     ("host", record["host"] or ""), ("verdict", record["verdict"])])
+        platform = dict(item.stash.get(rec.PLATFORM, {}))
+        cluster = item.funcargs.get("cluster") if hasattr(item, "funcargs") else None
+        if cluster is not None and not self._cluster_noted:  # present only when the API server answered
+            self._cluster_noted = True
+            platform.setdefault("cluster", cluster_summary(cluster))
+        if any(platform.values()):
+            report.gpuconform_platform = rec.redact_obj({k: v for k, v in platform.items() if v})
+        # JUnit writes the item's user properties as <properties>: three simple ones, never the record
+        item.user_properties.extend(rec.junit_properties(record))
         self._html_extras(report, record)
         return report
 
@@ -150,15 +151,19 @@ class Hooks:
             self.run.add(report)
 
     # -- pytest-html --------------------------------------------------------------------------
+    @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_report_title(self, report) -> None:
         report.title = f"gpuconform — {self.profile.name} conformance report"
 
+    @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
         report_html.header_cells(cells)
 
+    @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_results_table_row(self, report, cells: list[str]) -> None:
         report_html.row_cells(getattr(report, "gpuconform_record", None), cells)
 
+    @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list, session) -> None:
         if self.run is None or self.run.doc is None:
             return
@@ -178,5 +183,6 @@ class Hooks:
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.run is not None and self.run.doc is not None:
             v = self.run.doc["verdict"]
-            terminalreporter.write_line(f"gpuconform: {v['word']}" + (f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""))
+            why = f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""
+            terminalreporter.write_line(f"gpuconform: {v['word']}{why}")
             terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")

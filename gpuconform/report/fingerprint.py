@@ -68,6 +68,17 @@ def host_summary(facts) -> dict:
     return out
 
 
+def cluster_summary(facts) -> dict | None:
+    """``{name, api_server_version}`` from the cluster layer's facts of a reachable API server
+    (its ``/version`` was already read to get there), else None."""
+    try:
+        version = facts.version()
+        server = facts.cluster.server
+    except Exception:  # a report must not fail because a fact cannot be read: leave the fields out
+        return None
+    return {"name": server, "api_server_version": version.get("gitVersion")}
+
+
 def git_commit(folder: Path) -> str | None:
     """HEAD of the suite's checkout, '+dirty' when tracked files are modified; None without git."""
     def git(*args: str) -> str | None:

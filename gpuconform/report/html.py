@@ -48,7 +48,9 @@ def host_labels(hosts: list[str]) -> dict[str, str]:
 
 
 def row_key(r: dict) -> str:
-    return r["check_id"] + (f"[{r['param']}]" if r.get("param") is not None else "")
+    """The check with its item; a cluster check's node is its host, not an item."""
+    shown = r.get("param") is not None and r.get("param") != r.get("host")
+    return r["check_id"] + (f"[{r['param']}]" if shown else "")
 
 
 # -- top of the page ---------------------------------------------------------------------------
@@ -57,7 +59,8 @@ def verdict_block(doc: dict) -> str:
     scope = ""
     ran = [layer for layer in LAYERS if sum(doc["layers"].get(layer, {}).values())]
     if v["partial"]:
-        scope = f' <span class="gc-scope">(partial run: {escape(", ".join(ran) or "no")} layer{"s" if len(ran) != 1 else ""} only)</span>'
+        layers = f'{escape(", ".join(ran) or "no")} layer{"s" if len(ran) != 1 else ""}'
+        scope = f' <span class="gc-scope">(partial run: {layers} only)</span>'
     reasons = "".join(f"<li>{escape(x)}</li>" for x in v["reasons"])
     return (f'<div class="gc-section gc-top"><div id="gc-verdict" class="gc-verdict {v["word"].lower()}">'
             f'{v["word"]}</div>{scope}' + (f'<ul class="gc-reasons">{reasons}</ul>' if reasons else "") + "</div>")
@@ -78,15 +81,20 @@ def fingerprint_block(doc: dict) -> str:
             ("Run by", f["run_by"]), ("Started (UTC)", f["started"]), ("Finished (UTC)", f["finished"]),
             ("Selection", f.get("selection")), ("Command line", f["command"])]
     hosts = sorted(f.get("hosts") or [], key=lambda h: _natural(h["host"]))
+    labels = host_labels([h["host"] for h in hosts])
     host_rows = "".join(
-        f'<tr><td class="gc-mono">{escape(h["host"])}</td><td>{escape(h.get("gpu_model") or "?")}</td>'
+        f'<tr><td class="gc-mono" title="{escape(h["host"])}">{escape(labels[h["host"]])}</td>'
+        f'<td>{escape(h.get("gpu_model") or "?")}</td>'
         f'<td class="num">{h.get("gpu_count") if h.get("gpu_count") is not None else "?"}</td>'
         f'<td>{escape(h.get("driver") or "?")}</td><td>{escape(h.get("mig") or "unknown")}</td>'
         f'<td>{escape(h.get("os") or "?")}</td><td>{escape(h.get("kernel") or "?")}</td>'
         f'<td>{escape(h.get("error") or "")}</td></tr>' for h in hosts)
     hosts_html = ""
     if hosts:
-        hosts_html = ('<h4>Hosts</h4><div class="gc-hosts-scroll"><table id="gc-hosts" class="gc-table"><thead><tr>'
+        common = os.path.commonpath([h["host"] for h in hosts]) if labels[hosts[0]["host"]] != hosts[0]["host"] else ""
+        where = f' <small>(under <span class="gc-mono">{escape(common)}/</span>)</small>' if common else ""
+        hosts_html = (f'<h4>Hosts: {len(hosts)}{where}</h4><div class="gc-hosts-scroll">'
+                      '<table id="gc-hosts" class="gc-table"><thead><tr>'
                       "<th>Host</th><th>GPU model</th><th>GPUs</th><th>Driver</th><th>MIG</th><th>OS</th>"
                       f"<th>Kernel</th><th>Facts error</th></tr></thead><tbody>{host_rows}</tbody></table></div>")
     return (f'<div class="gc-section" id="gc-fingerprint"><h3>Platform fingerprint</h3>'
@@ -110,9 +118,9 @@ def layer_summary(doc: dict) -> str:
             f'</tbody></table>{note}</div>')
 
 
-def matrix(doc: dict) -> str:
-    """Rows: node checks; columns: hosts; each cell links to its result row."""
-    node = [r for r in doc["results"] if r.get("layer") == "node" and r.get("host")]
+def matrix(doc: dict, layer: str = "node") -> str:
+    """Rows: checks of ``layer`` about a host/node; columns: hosts; each cell links to its result."""
+    node = [r for r in doc["results"] if r.get("layer") == layer and r.get("host")]
     if not node:
         return ""
     hosts = sorted({r["host"] for r in node}, key=_natural)
@@ -139,8 +147,10 @@ def matrix(doc: dict) -> str:
                     f'{escape(key)}</th>{"".join(tds)}</tr>')
     legend = "".join(f'<span><span class="gc-badge v-{v}">{LETTER[v]}</span> {escape(LABEL[v])}</span>'
                      for v in LETTER)
-    return (f'<div class="gc-section"><h3>Node × check matrix</h3><p class="gc-legend">{legend} '
-            f'— click a cell for its result.</p><div class="gc-matrix-wrap"><table id="gc-matrix" class="gc-matrix">'
+    what = "Node × check matrix" if layer == "node" else f"{layer.capitalize()} checks × Kubernetes node"
+    table_id = "gc-matrix" if layer == "node" else f"gc-matrix-{layer}"
+    return (f'<div class="gc-section"><h3>{what}</h3><p class="gc-legend">{legend} '
+            f'— click a cell for its result.</p><div class="gc-matrix-wrap"><table id="{table_id}" class="gc-matrix">'
             f'<thead><tr><th class="check corner">check \\ host</th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div></div>')
 
@@ -156,9 +166,10 @@ def mig_block(doc: dict) -> str:
     if not groups:
         return ""
     by_host = {h["host"]: h for h in doc["fingerprint"]["hosts"]}
+    labels = host_labels(list(by_host))
     parts = []
     for hosts in groups.values():
-        pic = mig_svg.host_svgs({**by_host[hosts[0]], "host": ", ".join(hosts)})
+        pic = mig_svg.host_svgs({**by_host[hosts[0]], "host": ", ".join(labels[h] for h in hosts)})
         parts.append(pic)
     return (f'<div class="gc-section" id="gc-mig"><h3>MIG layout</h3><p>Each GPU as its 7 compute slices, '
             f'MIG instances placed as NVIDIA\'s placement rules allow (reconstructed from <code>nvidia-smi -L</code>).'
@@ -172,7 +183,8 @@ def waivers_block(doc: dict) -> str:
     rows = []
     for w in ws:
         state = "expired — its failures stay failures" if w["status"] == "expired" else "valid"
-        used = f"matched {w['matched']} failure{'s' if w['matched'] != 1 else ''}" if w["matched"] else "matched nothing"
+        n = w["matched"]
+        used = f"matched {n} failure{'s' if n != 1 else ''}" if n else "matched nothing"
         rows.append(f'<tr class="waiver-{w["status"]}" data-status="{w["status"]}" data-matched="{w["matched"]}">'
                     f'<td>{w["index"] + 1}</td><td class="gc-mono">{escape(w["check"])}</td>'
                     f'<td class="gc-mono">{escape(w["host"])}</td><td>{escape(w["reason"])}</td>'
@@ -206,7 +218,7 @@ def summary_fragments(doc: dict, json_name: str, json_sha256: str, approver: str
                       role: str = "") -> tuple[list[str], list[str]]:
     """(prefix, postfix) HTML for pytest_html_results_summary."""
     prefix = [verdict_block(doc), fingerprint_block(doc), layer_summary(doc)]
-    postfix = [p for p in (matrix(doc), mig_block(doc), waivers_block(doc)) if p]
+    postfix = [p for p in (matrix(doc, "node"), matrix(doc, "cluster"), mig_block(doc), waivers_block(doc)) if p]
     postfix.append(signoff_block(doc, json_name, json_sha256, approver, role))
     return prefix, postfix
 

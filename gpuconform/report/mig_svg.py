@@ -43,22 +43,38 @@ def model_for(gpu_name: str):
 
 
 def place(profiles: list[str], gpu_name: str = "") -> tuple[list[tuple[str, int, int]], list[str]]:
-    """([(profile, start slice, compute slices)], profiles that found no room)."""
+    """([(profile, start slice, compute slices)], profiles that found no room).
+
+    Largest first, each at the lowest allowed free start, backtracking when a later instance
+    finds no room (``all-balanced`` needs the 3g instance moved to the upper half)."""
     model = model_for(gpu_name)
-    order = sorted(range(len(profiles)), key=lambda i: (-_shape(profiles[i], model)[1], i))
-    used: set[int] = set()
-    placed, unplaced = [], []
-    for i in order:
-        prof = profiles[i]
-        starts, size = _shape(prof, model)
+    order = sorted(profiles, key=lambda p: -_shape(p, model)[1])
+    shapes = [_shape(p, model) for p in order]
+
+    def search(i: int, used: frozenset[int]) -> list[int] | None:
+        if i == len(order):
+            return []
+        starts, size = shapes[i]
         for start in starts:
-            slots = set(range(start, start + size))
-            if not slots & used and max(slots) < MEMORY_SLICES:
-                used |= slots
-                placed.append((prof, start, compute_slices(prof)))
-                break
-        else:
+            slots = frozenset(range(start, start + size))
+            if max(slots) < MEMORY_SLICES and not slots & used:
+                rest = search(i + 1, used | slots)
+                if rest is not None:
+                    return [start, *rest]
+        return None
+
+    found = search(0, frozenset())
+    if found is not None:
+        return sorted(((p, s, compute_slices(p)) for p, s in zip(order, found)), key=lambda x: x[1]), []
+    used: set[int] = set()  # does not fit as a whole: place what fits, name the rest
+    placed, unplaced = [], []
+    for prof, (starts, size) in zip(order, shapes):
+        start = next((s for s in starts if s + size <= MEMORY_SLICES and not set(range(s, s + size)) & used), None)
+        if start is None:
             unplaced.append(prof)
+        else:
+            used |= set(range(start, start + size))
+            placed.append((prof, start, compute_slices(prof)))
     return sorted(placed, key=lambda x: x[1]), unplaced
 
 

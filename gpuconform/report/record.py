@@ -28,9 +28,15 @@ def record_retries(node: pytest.Item, retries: int) -> None:
     node.stash[RETRIES] = int(retries)
 
 
+PLATFORM_FIELDS = ("cluster", "gpu_operator_version", "kubeflow_version")
+
+
 def note_platform(node: pytest.Item, **fields) -> None:
     """Add fingerprint fields found by a check: ``cluster={name, api_server_version}``,
     ``gpu_operator_version``, ``kubeflow_version``."""
+    unknown = sorted(set(fields) - set(PLATFORM_FIELDS))
+    if unknown:
+        raise TypeError(f"note_platform: unknown field(s) {unknown}; known: {list(PLATFORM_FIELDS)}")
     node.stash.setdefault(PLATFORM, {}).update(fields)
 
 
@@ -69,11 +75,17 @@ def param_of(item: pytest.Item) -> str | None:
     return next((str(v) for k, v in (callspec.params.items() if callspec else ()) if not k.startswith("_")), None)
 
 
+#: A cluster check parametrized by this argument is about that Kubernetes node: its host.
+NODE_PARAM = "gpu_node"
+
+
 def host_of(item: pytest.Item, facts) -> str | None:
     host = getattr(facts, "host", None)
-    callspec = getattr(item, "callspec", None)
-    if host is None and callspec and "_testinfra_host" in callspec.params:
-        host = callspec.params["_testinfra_host"].backend.get_hostname()
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if host is None and "_testinfra_host" in params:
+        host = params["_testinfra_host"].backend.get_hostname()
+    if host is None and NODE_PARAM in params:
+        host = str(params[NODE_PARAM])
     return host
 
 
@@ -95,6 +107,12 @@ def build(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, m
             "blocked_by": blocker.group(1) if blocker else None,
             "retries": item.stash.get(RETRIES, 0), "waiver": None, "nodeid": item.nodeid,
             "anchor": anchor(item.nodeid), "duration": round(report.duration, 3)}
+
+
+def junit_properties(record: dict) -> list[tuple[str, str]]:
+    """What CI dashboards read from JUnit: check id (with its param), host, verdict."""
+    check_id = record["check_id"] + (f"[{record['param']}]" if record["param"] is not None else "")
+    return [("check_id", check_id), ("host", record["host"] or ""), ("verdict", record["verdict"])]
 
 
 def redact_report(report: pytest.TestReport) -> None:

@@ -17,11 +17,16 @@ one line: file, field path, what was wrong.
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
+import re
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+def _glob(pattern: str) -> re.Pattern:
+    """``*`` and ``?`` are wildcards; everything else is literal (``[param]`` included)."""
+    return re.compile(re.escape(pattern).replace(r"\*", ".*").replace(r"\?", "."))
 
 
 class WaiverError(Exception):
@@ -46,8 +51,7 @@ class Waiver(BaseModel):
 
     def matches(self, check_id: str, param: str | None, host: str | None) -> bool:
         ids = [check_id] + ([f"{check_id}[{param}]"] if param is not None else [])
-        return (any(fnmatch.fnmatchcase(i, self.check) for i in ids)
-                and fnmatch.fnmatchcase(host or "", self.host))
+        return any(_glob(self.check).fullmatch(i) for i in ids) and bool(_glob(self.host).fullmatch(host or ""))
 
     def expired(self, today: dt.date) -> bool:
         return today > self.expires
@@ -96,6 +100,16 @@ def match(waivers: tuple[Waiver, ...], check_id: str, param: str | None, host: s
     i, w = next(((i, w) for i, w in found if not w.expired(today)), found[0])
     return {"index": i, "check": w.check, "host": w.host, "reason": w.reason, "owner": w.owner,
             "expires": w.expires.isoformat(), "status": "expired" if w.expired(today) else "valid"}
+
+
+def apply(waivers: tuple[Waiver, ...], record: dict, today: dt.date) -> None:
+    """Mark a failed record waived (valid waiver) or carrying its expired waiver (still a failure)."""
+    if record["verdict"] != "fail" or not waivers:
+        return
+    ref = match(waivers, record["check_id"], record["param"], record["host"], today)
+    if ref:
+        record["waiver"] = ref
+        record["verdict"] = "waived" if ref["status"] == "valid" else "fail"
 
 
 def statuses(waivers: tuple[Waiver, ...], records: list[dict], today: dt.date) -> list[dict]:

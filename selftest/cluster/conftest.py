@@ -10,6 +10,7 @@ Fixtures:
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import uuid
 from pathlib import Path
@@ -21,12 +22,22 @@ from kubernetes import client
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from testbed.cluster.bed import TestBed  # noqa: E402
-from testbed.cluster.controlplane import REPO
-from testbed.cluster.kube import ignore_not_found, service_account_exists
-from testbed.cluster.waiting import wait_for
+from testbed.cluster.controlplane import REPO  # noqa: E402
+from testbed.cluster.kube import ignore_not_found, service_account_exists  # noqa: E402
+from testbed.cluster.procs import Supervisor  # noqa: E402
+from testbed.cluster.waiting import wait_for  # noqa: E402
 
-# one bed per xdist worker (each needs its own ports and state folder)
-STATE = REPO / ".state" / f"selftest-cluster-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+# One bed per pytest process (xdist workers and concurrent runs each need their own ports and
+# state folder): .state/selftest-cluster/<pid>. Folders of runs whose process is gone are swept.
+STATE_ROOT = REPO / ".state" / "selftest-cluster"
+HERE = Path(__file__).resolve().parent
+
+
+def _sweep_dead_runs() -> None:
+    for folder in STATE_ROOT.glob("*"):
+        if folder.name.isdigit() and int(folder.name) != os.getpid() and not Path(f"/proc/{folder.name}").exists():
+            Supervisor(folder).stop_all()
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_configure(config):
@@ -35,18 +46,21 @@ def pytest_configure(config):
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "selftest/cluster/" in item.nodeid.replace("\\", "/"):
+        if Path(item.path).is_relative_to(HERE):
             item.add_marker(pytest.mark.testbed_cluster)
 
 
 @pytest.fixture(scope="session")
 def cluster_bed():
-    bed = TestBed(STATE, attached=True)
+    _sweep_dead_runs()
+    state = STATE_ROOT / str(os.getpid())
+    bed = TestBed(state, attached=True)
     bed.start()
     try:
         yield bed
     finally:
         bed.stop()
+        shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from report_harness import SHOWCASE, plant_secrets
+from report_harness import SHOWCASE, mixed_mig_scenario, plant_secrets
 from testbed.hosts import rootfs, scenarios
 
 
@@ -27,11 +27,13 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def host_roots(tmp_path_factory) -> dict[str, Path]:
-    """Scenario name → its root; plus "leaky": a good host with secrets planted."""
+    """Scenario name → its root; plus "mig-mixed" (several MIG layouts) and "leaky" (a good host
+    with secrets planted)."""
     if os.geteuid() != 0:
         pytest.skip("chroot hosts need root")
     base = tmp_path_factory.mktemp("hosts")
     roots = {name: rootfs.render(scenarios.build(name), base / name) for name in SHOWCASE}
+    roots["mig-mixed"] = rootfs.render(mixed_mig_scenario(scenarios), base / "mig-mixed")
     roots["leaky"] = rootfs.render(scenarios.build("gpu-good"), base / "leaky")
     plant_secrets(roots["leaky"])
     return roots

@@ -1,7 +1,6 @@
 """Helpers of the report selftests: planting secrets, running the suite, driving chromium."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -9,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from runner import REPO, run_suite  # selftest/runner.py
+
+__all__ = ["REPO", "SECRETS", "SHOWCASE", "Run", "run", "hosts_arg", "dump_dom", "screenshot",
+           "plant_secrets", "mixed_mig_scenario"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: Planted in the "leaky" host; none may reach the HTML, JSON or JUnit output.
@@ -39,6 +41,17 @@ def plant_secrets(root: Path) -> None:
     cmdline.write_text(cmdline.read_text().rstrip("\n") + f" lockdown=password={SECRETS['cmdline']}\n")
 
 
+#: A MIG host with several layouts: all-balanced on GPUs 0-3, one 7g on 4-5, 4g+3g on 6-7.
+MIXED_MIG = [("3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb")] * 4 + [("7g.80gb",)] * 2 + [("4g.40gb", "3g.40gb")] * 2
+
+
+def mixed_mig_scenario(scenarios):
+    s = scenarios.build("good-mig").clone("mig-mixed", "MIG enabled, mixed layouts per GPU")
+    for gpu, devices in zip(s.gpus, MIXED_MIG):
+        gpu.mig_devices = devices
+    return s
+
+
 def hosts_arg(roots) -> list[str]:
     return ["--connection=chroot", "--hosts=" + ",".join(str(r) for r in roots)]
 
@@ -53,12 +66,15 @@ class Run:
         junit = folder / "junit.xml"
         self.junit = junit if junit.exists() else None
 
+    def page(self) -> str:
+        return self.html.read_text()
+
     def output(self) -> str:
         return self.proc.stdout[-4000:] + self.proc.stderr[-2000:]
 
 
-def run(folder: Path, *args: str, timeout: float = 240) -> Run:
-    proc, doc = run_suite(*args, report_dir=folder, timeout=timeout)
+def run(folder: Path, *args: str, timeout: float = 240, env: dict | None = None) -> Run:
+    proc, doc = run_suite(*args, report_dir=folder, timeout=timeout, env=env)
     return Run(proc, doc, folder)
 
 
@@ -75,9 +91,9 @@ def _browser(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           env={**os.environ, "HOME": os.environ.get("HOME", "/tmp")})
 
 
-def dump_dom(page: Path) -> str:
+def dump_dom(page: Path, size: str = "1400,900") -> str:
     """The page's DOM after its scripts ran, as chromium serializes it."""
-    p = _browser("--virtual-time-budget=10000", "--dump-dom", page.as_uri())
+    p = _browser(f"--window-size={size}", "--virtual-time-budget=10000", "--dump-dom", page.as_uri())
     assert p.returncode == 0 and "</html>" in p.stdout, p.stderr[-2000:]
     return p.stdout
 
@@ -87,7 +103,4 @@ def screenshot(page: Path, png: Path, size: str = "1400,900") -> Path:
     assert p.returncode == 0 and png.exists() and png.stat().st_size > 10_000, p.stderr[-2000:]
     return png
 
-
-def read_json(path: Path) -> dict:
-    return json.loads(path.read_text())
 

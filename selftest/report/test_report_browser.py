@@ -112,7 +112,7 @@ def test_waivers_valid_expired_and_unmatched(showcase):
     rows = re.findall(r'<tr class="waiver-(\w+)" data-status="\w+" data-matched="(\d+)">', dom)
     assert rows == [(s, str(m)) for s, m in states]
     assert "matched nothing" in dom and "expired — its failures stay failures" in dom
-    assert f'<td class="cell v-waived" data-verdict="waived"' in dom
+    assert '<td class="cell v-waived" data-verdict="waived"' in dom
     assert "DKMS rebuild scheduled in the next maintenance window" in dom
 
 
@@ -143,8 +143,15 @@ def test_fingerprint_names_profile_hosts_gpus_and_command(showcase):
 def test_mig_layout_is_drawn_per_gpu(showcase):
     dom = showcase.dom
     mig = dom[dom.index('id="gc-mig"'):dom.index('id="gc-mig"') + 200_000]
-    assert mig.count('aria-label="GPU ') == 8  # one layout (8 GPUs), hosts with it named above it
-    assert mig.count('data-profile="1g.10gb"') == 8 * 7
+    blocks = mig.split('<div class="mig-host">')[1:]
+    assert len(blocks) == 2  # good-mig and mig-mixed: two layouts
+    all_1g = next(b for b in blocks if b.startswith("<h4>good-mig"))
+    assert all_1g.count('aria-label="GPU ') == 8 and all_1g.count('data-profile="1g.10gb"') == 8 * 7
+    mixed = next(b for b in blocks if b.startswith("<h4>mig-mixed"))
+    gpus = mixed.split('aria-label="GPU ')[1:]
+    assert [re.findall(r'data-profile="([^"]+)"', g) for g in gpus] == \
+        [["2g.20gb", "1g.10gb", "1g.10gb", "3g.40gb"]] * 4 + [["7g.80gb"]] * 2 + [["4g.40gb", "3g.40gb"]] * 2
+    assert "does not fit" not in mig
 
 
 def test_no_secret_in_html_json_or_junit(showcase):

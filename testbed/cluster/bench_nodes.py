@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path[0] = str(Path(__file__).resolve().parents[2])  # the repo root, not this folder
 
 from kubernetes import client  # noqa: E402
 

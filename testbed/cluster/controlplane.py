@@ -120,6 +120,7 @@ class ControlPlane:
         sched = pki.issue("kube-scheduler", "system:kube-scheduler", client=True)
         kubelet_client = pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
                                    "kubeadm:cluster-admins", client=True)
+        front_proxy = pki.issue("front-proxy-client", "front-proxy-client", client=True)
         kwok_serving = pki.issue("kwok", "kwok", server=True, hosts=(LOOPBACK, "localhost"))
         sa = pki.service_account_keys()
         self._pki, self._admin = pki, admin
@@ -160,6 +161,10 @@ class ControlPlane:
             f"--kubelet-client-certificate={kubelet_client.cert}", f"--kubelet-client-key={kubelet_client.key}",
             "--kubelet-preferred-address-types=InternalIP", "--kubelet-timeout=10s",
             "--enable-admission-plugins=NodeRestriction", "--v=1",
+            f"--requestheader-client-ca-file={pki.ca.cert}", "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={front_proxy.cert}", f"--proxy-client-key-file={front_proxy.key}",
         ])
         self._wait_http("kube-apiserver", f"{self.server}/readyz", left(), expect=b"ok", tls_client=True)
         self.timings["apiserver"] = timeout - left()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import logging
+import re
 import sys
 import threading
 import uuid
@@ -138,7 +139,7 @@ def echo_text(pod: client.V1Pod) -> str | None:
     c = (pod.spec.containers or [None])[0]
     words = list((c.command or []) + (c.args or [])) if c else []
     if words and words[-1].strip().startswith("echo "):
-        return words[-1].strip()[5:].strip().strip("'\"")
+        return re.split(r";|&&|\|\|", words[-1].strip()[5:], maxsplit=1)[0].strip().strip("'\"")
     return None
 
 
@@ -155,6 +156,7 @@ class DeviceSim:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.in_use: dict[str, str] = {}        # device uuid -> pod uid
         self.by_pod: dict[str, list[str]] = {}  # pod uid -> device uuids
+        self.handled: set[str] = set()          # pod uids already run (events may be stale)
         self.stop = threading.Event()
 
     # -- event handling -------------------------------------------------------------------------
@@ -165,21 +167,35 @@ class DeviceSim:
         if event_type == "DELETED" or terminal:
             self.release(uid)
             if event_type == "DELETED":
+                self.handled.discard(uid)
                 (self.log_dir / f"{pod.metadata.namespace}_{pod.metadata.name}_{uid}.log").unlink(missing_ok=True)
             return
         if ANN_DEVICES in ann or ANN_OUTCOME in ann:
-            self.remember(uid, ann.get(ANN_DEVICES, ""))
+            if uid not in self.handled:
+                self.handled.add(uid)
+                self.remember(uid, ann.get(ANN_DEVICES, ""))
+            return
+        if uid in self.handled:
             return
         if not pod.spec.node_name:
             return
         wanted = gpu_requests(pod)
         runs_to_completion = pod.spec.restart_policy in ("Never", "OnFailure")
-        if not wanted and not runs_to_completion:
-            return
         node = self.core.read_node(pod.spec.node_name)
         if (node.metadata.annotations or {}).get(KWOK_NODE_ANNOTATION) != "fake":
             return
+        if not wanted and not runs_to_completion:
+            self.serve_plain_log(pod)  # a service pod (DaemonSet, Deployment): its log only
+            return
         self.allocate_and_run(pod, node, wanted, runs_to_completion)
+
+    def serve_plain_log(self, pod: client.V1Pod) -> None:
+        uid, ns, name = pod.metadata.uid, pod.metadata.namespace, pod.metadata.name
+        self.handled.add(uid)
+        text = echo_text(pod)
+        logfile = self.log_dir / f"{ns}_{name}_{uid}.log"
+        logfile.write_text(cri_log([text] if text else []))
+        self.put_logs_object(pod, logfile)
 
     def remember(self, pod_uid: str, devices: str) -> None:
         uuids = [u for u in devices.split(",") if u]
@@ -205,6 +221,7 @@ class DeviceSim:
     def allocate_and_run(self, pod: client.V1Pod, node: client.V1Node, wanted: dict[str, int],
                          runs_to_completion: bool) -> None:
         uid, ns, name = pod.metadata.uid, pod.metadata.namespace, pod.metadata.name
+        self.handled.add(uid)
         given: list[Device] = []
         short = []
         for resource, n in sorted(wanted.items()):

@@ -127,6 +127,7 @@ class MigManager:
                 nodes = self.core.list_node()
                 for n in nodes.items:
                     self.handle(n)
+                log.info("watching %d nodes", len(nodes.items))
                 w = watch.Watch()
                 for event in w.stream(self.core.list_node, resource_version=nodes.metadata.resource_version,
                                       timeout_seconds=300):

@@ -20,9 +20,10 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Sequence
+
+from testbed.cluster.waiting import wait_for
 
 PR_SET_PDEATHSIG = 1
 
@@ -64,7 +65,6 @@ class Supervisor:
         self.log_dir = self.state_dir / "logs"
         self.attached = attached
         self._popen: dict[str, subprocess.Popen] = {}
-        self._order: list[str] = []
         self._lock = threading.Lock()
         self._hooks_installed = False
 
@@ -87,7 +87,6 @@ class Supervisor:
         (self.pid_dir / f"{name}.pid").write_text(f"{proc.pid} {start_time}\n")
         with self._lock:
             self._popen[name] = proc
-            self._order.append(name)
         return proc
 
     def exited(self, name: str) -> int | None:
@@ -122,37 +121,35 @@ class Supervisor:
         """Stop every recorded process (newest first): SIGTERM to its process group, then
         SIGKILL after ``timeout``. Returns the names of those that had to be killed."""
         records = {r.name: r for r in self.recorded()}
-        names = [n for n in reversed(self._order) if n in records]
-        names += [n for n in records if n not in names]
+        started = {r.name: (r.start_time, r.pid) for r in records.values()}
+        # newest first, one at a time: the API server shuts down in ~1 s while etcd still
+        # answers, but waits ~10 s on it once etcd is gone
+        names = sorted(records, key=lambda n: (int(started[n][0]), started[n][1]), reverse=True)
+        killed = []
         for name in names:
             self._signal(records[name], signal.SIGTERM)
-        killed = []
-        deadline = time.monotonic() + timeout
-        for name in names:
-            rec = records[name]
-            while rec.alive() and time.monotonic() < deadline:
-                self._reap(name)
-                time.sleep(0.05)  # polling a child's exit; bounded by the deadline above
-            if rec.alive():
-                self._signal(rec, signal.SIGKILL)
+            if not self._wait_gone(name, records[name], timeout):
+                self._signal(records[name], signal.SIGKILL)
                 killed.append(name)
-        for name in names:
-            rec = records[name]
-            end = time.monotonic() + 5
-            while rec.alive() and time.monotonic() < end:
-                self._reap(name)
-                time.sleep(0.05)
-            self._reap(name)
+                self._wait_gone(name, records[name], 5)
             (self.pid_dir / f"{name}.pid").unlink(missing_ok=True)
         with self._lock:
             self._popen.clear()
-            self._order.clear()
         return killed
 
-    def _reap(self, name: str) -> None:
+    def _wait_gone(self, name: str, rec: Recorded, timeout: float) -> bool:
         proc = self._popen.get(name)
-        if proc is not None:
-            proc.poll()
+        if proc is not None:  # our own child: wait() reaps it
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        try:  # recorded by an earlier run: poll /proc under a deadline
+            wait_for(f"{name} (pid {rec.pid}) to exit", lambda: not rec.alive(), timeout, interval=0.1)
+        except TimeoutError:
+            return False
+        return True
 
     @staticmethod
     def _signal(rec: Recorded, sig: int) -> None:

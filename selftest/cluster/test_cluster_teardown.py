@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from testbed.cluster.controlplane import REPO, ControlPlane
 from testbed.cluster.procs import Supervisor
 from testbed.cluster.waiting import wait_for
@@ -22,8 +24,10 @@ def test_stop_leaves_no_process(tmp_path):
     assert [r for r in started if r.alive()] == []
 
 
-def test_interrupted_parent_takes_its_processes_along(tmp_path):
-    """The pytest process dying by SIGKILL (no cleanup code runs) must not leave orphans."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_interrupted_parent_takes_its_processes_along(tmp_path, sig):
+    """Ctrl-C, a TERM from CI, or SIGKILL (no cleanup code runs at all) of the process that
+    started the bed must not leave orphans."""
     state = tmp_path / "state"
     script = textwrap.dedent(f"""
         import sys, time
@@ -38,8 +42,8 @@ def test_interrupted_parent_takes_its_processes_along(tmp_path):
         assert parent.stdout.readline().strip() == "started"
         started = Supervisor(state).alive()
         assert {r.name for r in started} == EXPECTED
-        parent.send_signal(signal.SIGKILL)
-        parent.wait(timeout=10)
+        parent.send_signal(sig)
+        parent.wait(timeout=60)
         wait_for("the test bed processes to die with their parent",
                  lambda: not [r for r in started if r.alive()], 30)
     finally:

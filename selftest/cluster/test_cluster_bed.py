@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from kubernetes import client
 
 from gpuconform.mig import mixed_strategy_resources
@@ -17,12 +16,14 @@ MIG_LINE = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[0-9a-f-]+)
 GPU_LINE = re.compile(r"^GPU (\d+): (.+) \(UUID: (GPU-[0-9a-f-]+)\)$")
 
 
-def vectoradd_pod(name: str, limits: dict[str, str], restart_policy: str = "OnFailure") -> dict:
+def vectoradd_pod(name: str, limits: dict[str, str], restart_policy: str = "OnFailure",
+                  node_selector: dict[str, str] | None = None) -> dict:
     """The getting-started cuda-vectoradd pod, Pod-Security-restricted, tolerating the GPU taint."""
     return {
         "apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
         "spec": {
             "restartPolicy": restart_policy,
+            "nodeSelector": node_selector or {},
             "securityContext": {"runAsNonRoot": True, "runAsUser": 1000,
                                 "seccompProfile": {"type": "RuntimeDefault"}},
             "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
@@ -62,8 +63,18 @@ def test_gpu_operator_is_deployed_and_ready(cluster_bed):
     assert cp["spec"]["driver"]["enabled"] is False and cp["spec"]["mig"]["strategy"] == "mixed"
 
 
+def test_mig_pods_only_land_where_the_slice_exists(core_v1, test_namespace):
+    """all-1g.10gb and all-balanced workers both offer 1g.10gb slices; all-disabled offers none."""
+    for i in range(4):
+        core_v1.create_namespaced_pod(test_namespace, vectoradd_pod(f"mig-{i}", {"nvidia.com/mig-1g.10gb": "1"}))
+    nodes = {watch_pod_until(core_v1, test_namespace, f"mig-{i}", terminal, "Succeeded", 90).spec.node_name
+             for i in range(4)}
+    assert nodes <= {"gpu-worker-1", "gpu-worker-2"}, nodes
+
+
 def test_mig_pod_lands_on_the_1g10gb_worker_and_passes(core_v1, test_namespace):
-    core_v1.create_namespaced_pod(test_namespace, vectoradd_pod("cuda-vectoradd", {"nvidia.com/mig-1g.10gb": "1"}))
+    core_v1.create_namespaced_pod(test_namespace, vectoradd_pod(
+        "cuda-vectoradd", {"nvidia.com/mig-1g.10gb": "1"}, node_selector={"nvidia.com/mig.config": "all-1g.10gb"}))
     pod = watch_pod_until(core_v1, test_namespace, "cuda-vectoradd", terminal, "Succeeded", 90)
     assert (pod.status.phase, pod.spec.node_name) == ("Succeeded", "gpu-worker-1")
     log = core_v1.read_namespaced_pod_log("cuda-vectoradd", test_namespace)
@@ -124,3 +135,19 @@ def test_namespace_deletion_completes(core_v1, test_namespace):
         return False
 
     wait_for(f"namespace {test_namespace} to be deleted", gone, 90)
+
+
+def test_failing_vectoradd_with_restart_on_failure_crash_loops(core_v1, test_namespace, cluster_scenario):
+    """restartPolicy OnFailure (the getting-started pod): the kubelet would restart it, so the pod
+    stays Running, not ready, its container waiting in CrashLoopBackOff after exit code 1."""
+    cluster_scenario("vectoradd-failing")
+    core_v1.create_namespaced_pod(test_namespace, vectoradd_pod("cuda-vectoradd", {"nvidia.com/gpu": "1"}))
+
+    def crash_looping(pod) -> bool:
+        states = pod.status.container_statuses or []
+        return any(s.state.waiting and s.state.waiting.reason == "CrashLoopBackOff" for s in states)
+
+    pod = watch_pod_until(core_v1, test_namespace, "cuda-vectoradd", crash_looping, "CrashLoopBackOff", 90)
+    status = pod.status.container_statuses[0]
+    assert (pod.status.phase, status.ready, status.last_state.terminated.exit_code) == ("Running", False, 1)
+    assert "Failed to allocate device vector A" in core_v1.read_namespaced_pod_log("cuda-vectoradd", test_namespace)

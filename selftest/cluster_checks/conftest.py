@@ -1,0 +1,105 @@
+"""The cluster checks (tests/cluster) run for real against the simulated cluster
+(testbed/cluster): a real API server, scheduler and controllers with KWOK GPU workers, plus the
+bed's MIG manager for the disruptive check.
+
+Fixtures:
+* ``platform`` -- the running :class:`~testbed.cluster.bed.TestBed` and its MIG manager (session).
+  One control plane at a time on a small machine: it is the one of selftest/cluster (same state
+  folder) when that one runs already, else it starts it;
+* ``run_cluster`` -- runs ``pytest -m cluster`` against it in a subprocess and returns the
+  process and ``{(check_id, param): result}``;
+* ``fault`` -- applies a named fault scenario for this test, resets the bed afterwards.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cluster_harness import PROFILE, STATE, by_check
+from runner import REPO, run_suite
+from testbed.cluster.bed import TestBed
+from testbed.cluster.controlplane import ControlPlane
+from testbed.cluster.kube import client_for
+from testbed.cluster.platform import Platform
+from testbed.cluster.scenarios import Scenarios
+from testbed.cluster.waiting import wait_for
+
+
+def _attach(bed: TestBed) -> TestBed:
+    """Bind a TestBed object to a control plane that already runs in its state folder."""
+    bed.api = client_for(bed.kubeconfig)
+    bed.platform = Platform(bed.api)
+    bed.scenarios = Scenarios(bed.platform)
+    return bed
+
+
+@pytest.fixture(scope="session")
+def platform():
+    bed = TestBed(STATE, attached=True)
+    owned = not ControlPlane(STATE).running()
+    if owned:
+        bed.start()
+    else:
+        _attach(bed)
+        bed.reset()
+    log = open(STATE / "logs" / "migmanager-selftest.log", "wb")
+    migmanager = subprocess.Popen(
+        [sys.executable, "-m", "testbed.cluster.migmanager", f"--kubeconfig={bed.kubeconfig}", "--delay=0.5"],
+        cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        wait_for("the MIG manager to watch the nodes", lambda: migmanager.poll() is None and
+                 b"watching" in (STATE / "logs" / "migmanager-selftest.log").read_bytes(), 120)
+        yield bed
+    finally:
+        migmanager.terminate()
+        migmanager.wait(10)
+        log.close()
+        if owned:
+            bed.stop()
+
+
+@pytest.fixture
+def run_cluster(platform, tmp_path):
+    """``run_cluster(*args, profile=PATH)``: the cluster layer against the bed, in a subprocess."""
+    def run(*args: str, profile: Path = PROFILE, kubeconfig: Path | None = None, timeout: float = 300):
+        proc, doc = run_suite("-m", "cluster", "-q", f"--profile={profile}",
+                              f"--kubeconfig={kubeconfig or platform.kubeconfig}", *args,
+                              report_dir=tmp_path / f"reports-{len(list(tmp_path.glob('reports-*')))}",
+                              timeout=timeout)
+        assert doc, f"no JSON report (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+        assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-4000:]
+        return proc, by_check(doc)
+    return run
+
+
+@pytest.fixture
+def fault(platform):
+    applied: list[str] = []
+
+    def apply(*names: str) -> None:
+        for name in names:
+            applied.append(name)
+            platform.apply_scenario(name)
+
+    yield apply
+    if applied:
+        platform.reset()
+
+
+@pytest.fixture
+def profile_with(tmp_path):
+    """``profile_with({"cluster": {...}})``: the seed profile with a deep-merged override."""
+    from gpuconform.profile import _merge
+
+    def make(override: dict, name: str = "variant.yaml") -> Path:
+        data = _merge(yaml.safe_load(PROFILE.read_text()), override)
+        path = tmp_path / name
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+    return make

@@ -1,0 +1,59 @@
+"""Connecting: an unreachable or unauthorised API server, or no kubeconfig at all, gives one
+clear line within the profile's timeout; every other cluster check is then "blocked"."""
+from __future__ import annotations
+
+import socket
+import time
+
+import yaml
+
+REACHABLE = ("cluster.api.reachable", None)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _kubeconfig(platform, tmp_path, *, server: str | None = None, token: str | None = None):
+    doc = yaml.safe_load(platform.kubeconfig.read_text())
+    if server:
+        doc["clusters"][0]["cluster"]["server"] = server
+    if token:
+        doc["users"][0]["user"] = {"token": token}
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def _assert_one_line_and_blocked(proc, results, text):
+    r = results[REACHABLE]
+    assert r["verdict"] == "fail" and text in r["message"] and "\n" not in r["message"], r["message"]
+    others = {k: r["verdict"] for k, r in results.items() if k != REACHABLE}
+    assert others and set(others.values()) == {"blocked"}, others
+    assert all(r["blocked_by"] == "cluster.api.reachable" for k, r in results.items() if k != REACHABLE)
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_unreachable_server_within_timeout(platform, run_cluster, profile_with, tmp_path):
+    kubeconfig = _kubeconfig(platform, tmp_path, server=f"https://127.0.0.1:{_closed_port()}")
+    profile = profile_with({"cluster": {"timeouts": {"api_s": 3}}})
+    t0 = time.monotonic()
+    proc, results = run_cluster(kubeconfig=kubeconfig, profile=profile)
+    elapsed = time.monotonic() - t0
+    _assert_one_line_and_blocked(proc, results, "unreachable")
+    assert "Connection refused" in results[REACHABLE]["message"]
+    assert elapsed < 3 + 20, f"took {elapsed:.0f}s"  # the 3 s budget plus pytest's own start-up
+
+
+def test_unauthorised_credentials(platform, run_cluster, tmp_path):
+    kubeconfig = _kubeconfig(platform, tmp_path, token="not-a-valid-token")
+    proc, results = run_cluster(kubeconfig=kubeconfig)
+    _assert_one_line_and_blocked(proc, results, "refused our credentials")
+    assert "HTTP 401 Unauthorized" in results[REACHABLE]["message"]
+
+
+def test_missing_kubeconfig(run_cluster, tmp_path):
+    proc, results = run_cluster(kubeconfig=tmp_path / "nope.kubeconfig")
+    _assert_one_line_and_blocked(proc, results, "nope.kubeconfig does not exist")

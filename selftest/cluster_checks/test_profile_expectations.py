@@ -1,0 +1,42 @@
+"""What the profile declares is what is checked: a profile that differs from the cluster
+(ClusterPolicy values, validator env, toleration, MIG assignment, version range, product,
+number of workers) fails those checks, each naming the value found and the one expected."""
+from __future__ import annotations
+
+
+def test_profile_differences_fail_by_name(run_cluster, profile_with):
+    profile = profile_with({"cluster": {
+        "server_version": {"min": "1.29", "max": "1.31"},
+        "gpu_operator": {"spec": {"mig.strategy": "single", "driver.enabled": False},
+                         "validator_driver_env": {"DISABLE_DEV_CHAR_SYMLINK_CREATION": "false"},
+                         "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}]},
+        "gpu_workers": {"min_count": 4,
+                        "mig_configs": [{"match": ["gpu-worker-1"], "config": "all-balanced"},
+                                        {"match": ["gpu-worker-2"], "config": "all-balanced"},
+                                        {"match": ["gpu-worker-3"], "config": "all-disabled"}]},
+    }})
+    proc, results = run_cluster("-k", "test_api or test_gpu_operator or test_gpu_nodes", profile=profile)
+    expected = {
+        ("cluster.api.version", None): "Kubernetes v1.35.8, expected >= 1.29, <= 1.31",
+        ("cluster.nodes.gpu_workers", None): "3 node(s) match nvidia.com/gpu.present=true (gpu-worker-1, gpu-worker-2, gpu-worker-3), expected at least 4",
+        ("cluster.operator.spec", "mig.strategy"): "spec.mig.strategy is 'mixed', expected 'single'",
+        ("cluster.operator.validator_env", "DISABLE_DEV_CHAR_SYMLINK_CREATION"): "is 'true', expected 'false'",
+        ("cluster.operator.toleration", "nvidia.com/gpu Exists NoExecute"): "spec.daemonsets.tolerations lacks nvidia.com/gpu Exists NoExecute",
+        ("cluster.mig.config_label", "gpu-worker-1"): "nvidia.com/mig.config='all-1g.10gb', expected 'all-balanced'",
+    }
+    for key, text in expected.items():
+        assert results[key]["verdict"] == "fail", (key, results[key]["message"])
+        assert text in results[key]["message"], (key, results[key]["message"])
+    others = {k: r["message"] for k, r in results.items() if k not in expected and r["verdict"] == "fail"}
+    assert not others, others
+    assert results[("cluster.operator.spec", "driver.enabled")]["verdict"] == "pass"
+
+
+def test_unknown_gpu_product_cannot_be_checked(run_cluster, profile_with):
+    """A product the MIG catalog does not know: the product label check fails, the allocatable
+    check is blocked by it (never a wrong count)."""
+    profile = profile_with({"cluster": {"gpu_workers": {"product": "NVIDIA-B300"}}})
+    _, results = run_cluster("-k", "test_gpu_nodes", profile=profile)
+    assert results[("cluster.node.gpu_product", "gpu-worker-1")]["verdict"] == "fail"
+    alloc = results[("cluster.mig.allocatable", "gpu-worker-1")]
+    assert alloc["verdict"] == "blocked" and alloc["blocked_by"] == "cluster.node.gpu_product", alloc
