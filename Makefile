@@ -37,5 +37,6 @@ DEMO_NODES ?= gpu-good,good-mig,good-debian,dkms-added,ld-not-executable,bpf-jit
 demo: deps
 	$(MAKE) --no-print-directory demo-node SCENARIOS=$(DEMO_NODES)
 
-clean: testbed-down hosts-down
+clean:
+	-@[ ! -x $(PY) ] || $(MAKE) --no-print-directory testbed-down hosts-down
 	rm -rf $(VENV) $(STATE) reports/*.html reports/*.json reports/*.xml
