@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"test bed up in {info['timings_s'].get('ready', 0):.1f}s: Kubernetes "
           f"{info['versions']['K8S_VERSION']} at {bed.server}")
     print(f"  export KUBECONFIG={bed.kubeconfig}")
-    print(f"  run the suite against it: KUBECONFIG={bed.kubeconfig} make test  (or pass --kubeconfig {bed.kubeconfig})")
+    print(f"  run the suite against it: .venv/bin/pytest -m cluster --kubeconfig={bed.kubeconfig}")
     print("  stop it: make testbed-down")
     return 0
 
