@@ -35,6 +35,13 @@ def label_selector(match_labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(match_labels.items()))
 
 
+#: taints the DaemonSet controller tolerates on every DaemonSet pod by itself
+DAEMONSET_TOLERATED = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
+                       "node.kubernetes.io/disk-pressure", "node.kubernetes.io/memory-pressure",
+                       "node.kubernetes.io/pid-pressure", "node.kubernetes.io/unschedulable",
+                       "node.kubernetes.io/network-unavailable")
+
+
 def operand_unscheduled(ds: dict, gpu_nodes) -> list[str]:
     """GPU workers the DaemonSet cannot place a pod on (nodeSelector or taints), with why."""
     pod_spec = ds["spec"]["template"].get("spec") or {}
@@ -48,6 +55,8 @@ def operand_unscheduled(ds: dict, gpu_nodes) -> list[str]:
             out.append(f"{nodes_mod.name(node)}: label {shown}")
             continue
         for taint in (node.get("spec") or {}).get("taints") or []:
+            if taint.get("key") in DAEMONSET_TOLERATED:
+                continue
             if taint.get("effect") in ("NoSchedule", "NoExecute") and not nodes_mod.tolerates(
                     pod_spec.get("tolerations") or [], taint):
                 out.append(f"{nodes_mod.name(node)}: taint {taint.get('key')}:{taint.get('effect')} not tolerated")

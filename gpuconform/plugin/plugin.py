@@ -65,6 +65,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    if getattr(config.option, "dist", "no") == "load":  # xdist -n: keep each host's checks together
+        config.option.dist = "loadgroup"
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
     config.pluginmanager.register(hooks.Hooks(config), "gpuconform-hooks")
