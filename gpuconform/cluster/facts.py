@@ -115,6 +115,16 @@ class ClusterFacts:
                                     what=f"listing pods {label_selector} in {self.operator_namespace}")
         return tuple(doc.get("items", []))
 
+    def operator_version(self) -> str | None:
+        """The GPU Operator release, from its validator's image tag (``gpu-operator:v25.10.0``)."""
+        try:
+            ds = next((d for d in self.daemonsets() if d["metadata"]["name"] == "nvidia-operator-validator"), None)
+        except ClusterError:
+            return None
+        containers = ((((ds or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []
+        image = containers[0].get("image", "") if containers else ""
+        return image.rsplit(":", 1)[1] if "/gpu-operator:" in image else None
+
     # -- Kyverno ----------------------------------------------------------------------------
     def kyverno_installed(self) -> bool:
         return "kyverno.io" in self.api_groups()

@@ -16,6 +16,7 @@ from gpuconform.cluster.errors import ClusterError
 from gpuconform.plugin import keys
 from gpuconform.plugin.gating import Gate
 from gpuconform.profile import ClusterExpectations
+from gpuconform.report.record import note_platform
 
 if TYPE_CHECKING:  # the kubernetes client loads only when a cluster check runs
     from gpuconform.cluster.facts import ClusterFacts
@@ -39,6 +40,7 @@ class ClusterRun:
         self.cleanup = Cleanup()
         self.namespace: "RunNamespace | None" = None
         self.gate = Gate()
+        self.operator_noted = False
         self.connect_error: str | None = None
         t = self.expected.timeouts
         try:
@@ -171,6 +173,11 @@ def _gpuconform_cluster_blocked_by(request: pytest.FixtureRequest) -> None:
     why = run.unreachable
     if why:
         pytest.skip(f"blocked by {REACHABLE} (API server answers): {why}")
+    if not run.operator_noted:  # the report's platform fingerprint
+        run.operator_noted = True
+        version = run.facts.operator_version()
+        if version:
+            note_platform(request.node, gpu_operator_version=version)
     needs = mark.kwargs.get("needs", ())
     if not needs:
         return

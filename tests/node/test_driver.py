@@ -56,7 +56,8 @@ def test_nvidia_smi_runs(node):
        needs=[SMI], evidence=["smi_gpus"])
 def test_gpu_count(node, expected):
     """nvidia-smi lists exactly `gpu.count` GPUs."""
-    assert len(node.gpus) == expected.gpu.count, f"nvidia-smi sees {len(node.gpus)} GPUs, expected {expected.gpu.count}"
+    seen = len(node.gpus)
+    assert seen == expected.gpu.count, f"nvidia-smi sees {seen} GPU{'' if seen == 1 else 's'}, expected {expected.gpu.count}"
 
 
 @check("node.gpu.product", "Every GPU is the profile's model",
