@@ -8,10 +8,10 @@ from pathlib import Path
 
 from expected import Expect
 from runner import run_suite
-from testbed.hosts import scenarios
+from testbed.hosts import net, scenarios
 
 REPO = Path(__file__).resolve().parents[2]
-STATE = REPO / ".state" / "selftest-hosts"
+STATE = net.state_folder("selftest-hosts")
 PROFILE = REPO / "profiles" / "seed-h100.yaml"
 SUITE_TIMEOUT_S = 300
 

@@ -17,6 +17,7 @@ import json
 import os
 import signal
 import socket
+import hashlib
 import subprocess
 from pathlib import Path
 from typing import Iterable
@@ -26,7 +27,6 @@ import tenacity
 from testbed.hosts import rootfs, scenarios
 
 REPO = Path(__file__).resolve().parents[2]
-DEFAULT_STATE = REPO / ".state" / "hosts"
 PREFIX = "gpuc"
 BRIDGE = f"{PREFIX}br0"
 SUBNET = "10.213.0"
@@ -237,17 +237,38 @@ LogLevel ERROR
         (self.state / "nodes.json").write_text(json.dumps(data, indent=2))
 
 
+def _unsafe_parent(state: Path) -> Path | None:
+    """The first existing folder at or above ``state`` that sshd's StrictModes refuses (not
+    root-owned, or writable by group/others such as /tmp), else None."""
+    for folder in [state, *state.parents]:
+        if folder.exists():
+            st = folder.stat()
+            if st.st_uid != 0 or st.st_mode & 0o022:
+                return folder
+    return None
+
+
+def state_folder(kind: str) -> Path:
+    """Where simulated hosts keep their roots and keys: ``.state/<kind>`` in the repository, or,
+    when the checkout lies below a folder sshd refuses (a clone under /tmp), a folder of this
+    checkout's own under /var/lib/gpuconform."""
+    local = REPO / ".state" / kind
+    if _unsafe_parent(local) is None:
+        return local
+    return Path("/var/lib/gpuconform") / hashlib.sha1(str(REPO).encode()).hexdigest()[:10] / kind
+
+
+DEFAULT_STATE = state_folder("hosts")
+
+
 def _check_sshd_can_use(state: Path) -> None:
     """sshd refuses a ChrootDirectory or AuthorizedKeysFile below a folder that is not root-owned
     or is writable by group/others (such as /tmp): say so now rather than as failed logins."""
-    for folder in [state, *state.parents]:
-        if not folder.exists():
-            continue
-        st = folder.stat()
-        if st.st_uid != 0 or st.st_mode & 0o022:
-            raise ValueError(f"state folder {state} is below {folder}, which is not root-owned or is "
-                             "writable by group/others; sshd (ChrootDirectory, StrictModes) refuses that. "
-                             "Use a folder such as .state/hosts in the repository.")
+    folder = _unsafe_parent(state)
+    if folder is not None:
+        raise ValueError(f"state folder {state} is below {folder}, which is not root-owned or is "
+                         "writable by group/others; sshd (ChrootDirectory, StrictModes) refuses that. "
+                         "Leave --state out: the default picks a folder sshd accepts.")
 
 
 # --- cleanup ----------------------------------------------------------------------------------
