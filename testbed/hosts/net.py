@@ -57,11 +57,11 @@ class SshNodes:
     ...                     f"--ssh-config={nodes.ssh_config}"])
     """
 
-    def __init__(self, names: Iterable[str], state: Path = DEFAULT_STATE):
+    def __init__(self, names: Iterable[str], state: Path | None = None):
         self.names = list(names)
         if len(self.names) > 240:
             raise ValueError("at most 240 nodes fit in 10.213.0.0/24")
-        self.state = Path(state).absolute()
+        self.state = Path(state or DEFAULT_STATE).absolute()
         self.nodes: list[Node] = []
 
     # --- what callers use ---------------------------------------------------------------------
