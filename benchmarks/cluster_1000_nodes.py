@@ -78,8 +78,10 @@ def healthy_operator(platform: Platform, core, workers) -> None:
         validator = validator_workload_pod("cuda", worker)
         validator["metadata"]["name"] = f"nvidia-operator-validator-{worker.name}"
         validator["metadata"]["labels"]["app"] = "nvidia-operator-validator"
-        for body, status in ((validator, ready), (validator_workload_pod("cuda", worker), done),
-                             (validator_workload_pod("device-plugin", worker), done)):
+        cuda, plugin = validator_workload_pod("cuda", worker), validator_workload_pod("device-plugin", worker)
+        cuda["metadata"]["name"] = f"nvidia-cuda-validator-{worker.name}"  # unique at any N
+        plugin["metadata"]["name"] = f"nvidia-device-plugin-validator-{worker.name}"
+        for body, status in ((validator, ready), (cuda, done), (plugin, done)):
             pod = core.create_namespaced_pod(NAMESPACE, body, _preload_content=False).json()
             core.patch_namespaced_pod_status(pod["metadata"]["name"], NAMESPACE, {"status": status},
                                              _preload_content=False)
@@ -93,6 +95,9 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--no-operands", action="store_true", help="no GPU Operator objects (nodes only)")
     parser.add_argument("--state", type=Path, default=REPO / ".state" / "bench-cluster-checks")
+    parser.add_argument("--pytest-args", default="", help="more pytest arguments for the measured run")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the control plane up after the run until Ctrl-C (to run the suite again by hand)")
     args = parser.parse_args()
     n = args.nodes
 
@@ -128,7 +133,7 @@ def main() -> int:
         (work / "profile.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
         cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-m", "cluster and not disruptive",
                "-k", "not test_workloads", f"--profile={work / 'profile.yaml'}", f"--kubeconfig={cp.kubeconfig}",
-               f"--report-dir={work}"]
+               f"--report-dir={work}", *args.pytest_args.split()]
 
         try:
             before = request_total(api)
@@ -148,6 +153,12 @@ def main() -> int:
               + (f"; counted by the suite's client: {own.group(1)}" if own else ""))
         print(f"report: {sorted(work.glob('*.json'))[-1] if list(work.glob('*.json')) else 'none'}")
         print(f"goal: <= 50 requests, <= 30 s -> {'met' if requests <= 50 and wall <= 30 else 'NOT met'}")
+        if args.keep:
+            print(f"kept up: --kubeconfig={cp.kubeconfig} --profile={work / 'profile.yaml'}; Ctrl-C stops it", flush=True)
+            try:
+                signal.pause()
+            except KeyboardInterrupt:
+                pass
     finally:
         cp.stop()
     return 0

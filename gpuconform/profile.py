@@ -10,6 +10,7 @@ Shape::
         node: {mig: {mode: enabled}}
     timeouts: {...}
     cluster: {...}                         # ClusterExpectations (tests/cluster)
+    kubeflow: {...}                        # KubeflowExpectations (tests/kubeflow)
 
 Loading validates everything (groups included, merged onto the defaults) and raises
 ``ProfileError`` with one line: file, field path, what was expected.
@@ -242,6 +243,100 @@ class ClusterExpectations(_Strict):
     timeouts: ClusterTimeouts = ClusterTimeouts()
 
 
+# -- kubeflow layer (tests/kubeflow) --------------------------------------------------------------
+#: Deployments (or ``statefulset/<name>``) of a Kubeflow 1.10 install from kubeflow/manifests,
+#: by namespace: the example install with oauth2-proxy + dex, istio, cert-manager, knative.
+KUBEFLOW_110_COMPONENTS: dict[str, tuple[str, ...]] = {
+    "kubeflow": (
+        "admission-webhook-deployment", "cache-server", "centraldashboard", "jupyter-web-app-deployment",
+        "katib-controller", "katib-db-manager", "katib-mysql", "katib-ui", "kserve-controller-manager",
+        "kserve-models-web-app", "kubeflow-pipelines-profile-controller", "statefulset/metacontroller",
+        "metadata-envoy-deployment", "metadata-grpc-deployment", "metadata-writer", "minio", "ml-pipeline",
+        "ml-pipeline-persistenceagent", "ml-pipeline-scheduledworkflow", "ml-pipeline-ui",
+        "ml-pipeline-viewer-crd", "ml-pipeline-visualizationserver", "mysql", "notebook-controller-deployment",
+        "profiles-deployment", "pvcviewer-controller-manager", "tensorboard-controller-deployment",
+        "tensorboards-web-app-deployment", "training-operator", "volumes-web-app-deployment",
+        "workflow-controller"),
+    "istio-system": ("istiod", "istio-ingressgateway", "cluster-local-gateway"),
+    "auth": ("dex",),
+    "oauth2-proxy": ("oauth2-proxy",),
+    "cert-manager": ("cert-manager", "cert-manager-cainjector", "cert-manager-webhook"),
+    "knative-serving": ("activator", "autoscaler", "controller", "net-istio-controller",
+                        "net-istio-webhook", "webhook"),
+}
+
+
+class KubeflowAccount(_Strict):
+    username: str = Field("user@example.com", description="dex login (the email of a static or upstream user)")
+    namespace: str = Field("kubeflow-user-example-com", description="the user's profile namespace")
+    password_env: str | None = Field("GPUCONFORM_KUBEFLOW_PASSWORD",
+                                     description="environment variable holding the password (never the profile)")
+    password_file: str | None = Field(None, description="file holding the password (first line), if no env var")
+
+
+class KubeflowIngress(_Strict):
+    name: str = "ingress-kubeflow"
+    namespace: str = "istio-system"
+    ingress_class: str | None = Field("nginx", description="spec.ingressClassName; null: not checked")
+    service: str = "istio-ingressgateway"
+    port: int = 80
+
+
+class KubeflowIssuer(_Strict):
+    kind: Literal["ClusterIssuer", "Issuer"] = "ClusterIssuer"
+    name: str = Field("kubeflow-self-signing-issuer", description="cert-manager issuer Kubeflow installs")
+    namespace: str | None = Field(None, description="namespace of an Issuer (not for a ClusterIssuer)")
+
+
+class KubeflowWebApp(_Strict):
+    name: str
+    path: str = Field(..., description="GET path; {namespace} becomes the user's profile namespace")
+    keys: tuple[str, ...] = Field((), description="top-level JSON keys the answer must have")
+    equals: dict[str, Any] = Field(default_factory=dict, description="top-level JSON values the answer must have")
+    xsrf_from: str | None = Field(None, description="page that sets the XSRF-TOKEN cookie sent back as X-XSRF-TOKEN")
+
+
+KUBEFLOW_WEB_APPS = (
+    KubeflowWebApp(name="pipelines", path="/pipeline/apis/v2beta1/healthz",
+                   keys=("apiServerReady", "multi_user", "apiServerTagName"), equals={"apiServerReady": True}),
+    KubeflowWebApp(name="notebooks", path="/jupyter/api/namespaces/{namespace}/notebooks",
+                   keys=("notebooks", "success"), equals={"success": True}, xsrf_from="/jupyter/"),
+    KubeflowWebApp(name="volumes", path="/volumes/api/namespaces/{namespace}/pvcs",
+                   keys=("pvcs", "success"), equals={"success": True}, xsrf_from="/volumes/"),
+    KubeflowWebApp(name="tensorboards", path="/tensorboards/api/namespaces/{namespace}/tensorboards",
+                   keys=("tensorboards", "success"), equals={"success": True}, xsrf_from="/tensorboards/"),
+    KubeflowWebApp(name="dashboard-links", path="/api/dashboard-links",
+                   keys=("menuLinks", "externalLinks", "documentationItems", "quickLinks")),
+)
+
+
+class KubeflowTimeouts(_Strict):
+    http_s: float = Field(15, gt=0, description="one HTTP request to the Kubeflow endpoint")
+
+
+class KubeflowExpectations(_Strict):
+    url: str | None = Field(None, pattern=r"^https://[^/]+/?$",
+                            description="https://<host>[:port]/ users open; null: the kubeflow layer is skipped")
+    ca_bundle: str | None = Field(None, description="PEM CA bundle the served certificate must verify against; "
+                                                    "null: the system trust store")
+    cert_min_days: int = Field(14, ge=0, description="fail when the served certificate expires sooner")
+    production: bool = Field(True, description="true: the default user@example.com / 12341234 must be rejected")
+    cookie_name: str = Field("oauth2_proxy_kubeflow", description="oauth2-proxy session cookie (cookie_name)")
+    account: KubeflowAccount = KubeflowAccount()
+    second_account: KubeflowAccount | None = Field(
+        None, description="another user: must get 403 on account's namespace (tenant isolation)")
+    ingress: KubeflowIngress = KubeflowIngress()
+    issuer: KubeflowIssuer = KubeflowIssuer()
+    components: dict[str, tuple[str, ...]] = Field(
+        default_factory=lambda: dict(KUBEFLOW_110_COMPONENTS),
+        description="namespace -> Deployments (statefulset/<name> for StatefulSets) that must be available")
+    web_apps: tuple[KubeflowWebApp, ...] = Field(KUBEFLOW_WEB_APPS, description="endpoints that must answer the user")
+    cluster_admin_subjects: tuple[str, ...] = Field(
+        ("Group:system:masters", "ServiceAccount:kubeflow:profiles-controller-service-account"),
+        description="the only subjects (Kind:name or Kind:namespace:name) bound to ClusterRole cluster-admin")
+    timeouts: KubeflowTimeouts = KubeflowTimeouts()
+
+
 class Profile(_Strict):
     name: str
     description: str = ""
@@ -250,7 +345,7 @@ class Profile(_Strict):
     groups: tuple[Group, ...] = ()
     timeouts: Timeouts = Timeouts()
     cluster: ClusterExpectations = ClusterExpectations()
-    kubeflow: dict[str, Any] = Field(default_factory=dict)
+    kubeflow: KubeflowExpectations = KubeflowExpectations()
 
 
 def _merge(base: dict, over: dict) -> dict:

@@ -12,9 +12,6 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import urllib3
-from kubernetes import client, config
-from kubernetes.client.rest import ApiException
-from kubernetes.config.config_exception import ConfigException
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from gpuconform.cluster.errors import ClusterError, Unreachable, api_error_line
@@ -24,34 +21,49 @@ TRANSIENT_STATUS = {429, 500, 502, 503, 504}
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 
 
+def _k8s():
+    """The kubernetes client, imported on first use: it costs a second or more to load, which a
+    run without cluster checks should not pay."""
+    from kubernetes import client, config
+    from kubernetes.client.rest import ApiException
+    from kubernetes.config.config_exception import ConfigException
+    return client, config, ApiException, ConfigException
+
+
 def transient(exc: BaseException) -> bool:
     """Worth another try: throttling, a server error, a dropped or refused connection."""
+    _, _, ApiException, _ = _k8s()
     if isinstance(exc, ApiException):
         return exc.status in TRANSIENT_STATUS or exc.status == 0
     return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError))
 
 
-class CountingApiClient(client.ApiClient):
-    """ApiClient that counts the HTTP requests it sends (watches included), per method."""
+def counting_client(configuration):
+    """An ApiClient that counts the HTTP requests it sends (watches included), per method."""
+    client = _k8s()[0]
 
-    def __init__(self, configuration: client.Configuration):
-        super().__init__(configuration)
-        self.requests: collections.Counter[str] = collections.Counter()
-        self._lock = threading.Lock()
-        self.user_agent = "gpuconform"
+    class CountingApiClient(client.ApiClient):
+        def __init__(self, configuration):
+            super().__init__(configuration)
+            self.requests: collections.Counter[str] = collections.Counter()
+            self._lock = threading.Lock()
+            self.user_agent = "gpuconform"
 
-    def call_api(self, method, url, *args, **kwargs):
-        with self._lock:
-            self.requests[method] += 1
-        return super().call_api(method, url, *args, **kwargs)
+        def call_api(self, method, url, *args, **kwargs):
+            with self._lock:
+                self.requests[method] += 1
+            return super().call_api(method, url, *args, **kwargs)
 
-    @property
-    def request_count(self) -> int:
-        return sum(self.requests.values())
+        @property
+        def request_count(self) -> int:
+            return sum(self.requests.values())
+
+    return CountingApiClient(configuration)
 
 
-def load_configuration(kubeconfig: str | None = None, context: str | None = None) -> tuple[client.Configuration, str]:
+def load_configuration(kubeconfig: str | None = None, context: str | None = None):
     """The client configuration and a short text saying where it came from."""
+    client, config, _, ConfigException = _k8s()
     cfg = client.Configuration()
     env = os.environ.get("KUBECONFIG")
     default = Path(config.KUBE_CONFIG_DEFAULT_LOCATION).expanduser()
@@ -79,7 +91,7 @@ def load_configuration(kubeconfig: str | None = None, context: str | None = None
 class Cluster:
     """A connected API server: the client, typed API groups, raw JSON reads, the request count."""
 
-    def __init__(self, api: CountingApiClient, source: str, timeout: float):
+    def __init__(self, api, source: str, timeout: float):
         self.api = api
         self.source = source
         self.timeout = timeout
@@ -101,6 +113,7 @@ class Cluster:
         """``fn(*args, **kwargs)``, retried on transient errors until the deadline; any failure
         raised as one line naming ``what``."""
         deadline_s = self.timeout if deadline_s is None else deadline_s
+        ApiException = _k8s()[2]
         retrying = Retrying(stop=stop_after_delay(deadline_s), wait=wait_exponential(multiplier=0.2, max=2),
                             retry=retry_if_exception(transient), reraise=True)
         try:
@@ -127,7 +140,7 @@ class Cluster:
         resp = self.api.call_api(method, url, headers, body, _request_timeout=timeout or self.request_timeout)
         if not 200 <= resp.status <= 299:
             resp.read()
-            raise ApiException(http_resp=resp)
+            raise _k8s()[2](http_resp=resp)
         return resp
 
     def request(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None, *,
@@ -180,7 +193,7 @@ class Cluster:
 def connect(kubeconfig: str | None = None, context: str | None = None, *, timeout: float = 15) -> Cluster:
     """A :class:`Cluster` for the configured API server (no request is sent yet)."""
     cfg, source = load_configuration(kubeconfig, context)
-    return Cluster(CountingApiClient(cfg), source, timeout)
+    return Cluster(counting_client(cfg), source, timeout)
 
 
 def wait_reachable(cluster: Cluster, timeout: float) -> dict:

@@ -75,11 +75,15 @@ class ClusterFacts:
     def gpu_node_names(self) -> list[str]:
         return [n["metadata"]["name"] for n in self.gpu_nodes()]
 
+    @once
+    def _nodes_by_name(self) -> dict[str, dict]:
+        return {n["metadata"]["name"]: n for n in self.gpu_nodes()}
+
     def node(self, name: str) -> dict:
-        for n in self.gpu_nodes():
-            if n["metadata"]["name"] == name:
-                return n
-        raise ClusterError(f"node {name} is not among the GPU workers ({self.gpu_selector}) any more")
+        node = self._nodes_by_name().get(name)
+        if node is None:
+            raise ClusterError(f"node {name} is not among the GPU workers ({self.gpu_selector})")
+        return node
 
     # -- GPU Operator -----------------------------------------------------------------------
     @once

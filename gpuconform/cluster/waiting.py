@@ -8,9 +8,8 @@ import time
 from typing import Any, Callable, TypeVar
 
 import urllib3
-from kubernetes.client.rest import ApiException
 
-from gpuconform.cluster.connect import Cluster, transient
+from gpuconform.cluster.connect import Cluster, _k8s, transient
 from gpuconform.cluster.errors import ClusterError, api_error_line
 
 T = TypeVar("T")
@@ -43,6 +42,7 @@ def watch_until(cluster: Cluster, what: str, path: str, *, timeout: float,
     patch, so that no change made after it can be missed). ``recheck_s``: also evaluate
     ``condition`` that often when nothing changes (conditions that depend on time).
     """
+    ApiException = _k8s()[2]
     query = dict(query or {})
     deadline = time.monotonic() + timeout
     objects: Objects = dict(since[0]) if since else {}

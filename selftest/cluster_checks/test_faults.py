@@ -42,7 +42,7 @@ CASES = {
            for r in ("nvidia.com/mig-1g.10gb", "nvidia.com/mig-2g.20gb", "nvidia.com/mig-3g.40gb")},
     }),
     "gpu-worker-notready": ("test_gpu_nodes or test_api", {
-        ("cluster.node.ready", "gpu-worker-3"): ("fail", ["Ready=False", "KubeletNotReady"]),
+        ("cluster.nodes.ready", None): ("fail", ["gpu-worker-3: Ready=False (KubeletNotReady"]),
     }),
 }
 

@@ -36,7 +36,8 @@ def test_every_check_passes(good_run):
 def test_one_result_per_worker_and_mig_profile(good_run):
     _, results = good_run
     for node in GPU_WORKERS:
-        for check_id in ("cluster.node.ready", "cluster.mig.config_state", "cluster.mig.allocatable"):
+        for check_id in ("cluster.node.gpu_labels", "cluster.mig.config_label", "cluster.mig.config_state",
+                         "cluster.mig.allocatable"):
             assert (check_id, node) in results
     for res in MIG_RESOURCES:
         for check_id in ("cluster.mig.vectoradd", "cluster.mig.pod_limits", "cluster.mig.placement",
@@ -65,3 +66,23 @@ def test_nothing_left_after_a_normal_run(good_run, platform):
     while (left := leftovers(cluster)) != ([], []) and time.monotonic() < deadline:
         time.sleep(1)
     assert left == ([], []), [n["metadata"]["name"] for n in left[0]]
+
+
+def test_run_namespace_enforces_restricted_pod_security(platform):
+    """The manifests' pods are admitted under Pod Security "restricted" (the good run), and the
+    run namespace does enforce it: the same pod without its security settings is refused."""
+    from gpuconform.cluster.errors import ClusterError
+    from gpuconform.cluster.namespace import Cleanup, ensure
+    from gpuconform.cluster.workloads import Images, render
+    cluster = connect(str(platform.kubeconfig))
+    cleanup = Cleanup()
+    try:
+        ns = ensure(cluster, cleanup, 60)
+        assert ns.name.startswith("gpuconform-")
+        body = render("cuda-vectoradd.yaml", "privileged-probe", ns, Images("busybox"), limits={"nvidia.com/gpu": 1})
+        del body["spec"]["securityContext"]
+        del body["spec"]["containers"][0]["securityContext"]
+        with pytest.raises(ClusterError, match='violates PodSecurity "restricted:latest"'):
+            cluster.request("POST", f"/api/v1/namespaces/{ns.name}/pods", body=body)
+    finally:
+        assert cleanup.run() == []

@@ -94,3 +94,24 @@ def test_profile_cluster_section_errors_in_one_line(tmp_path):
     path.write_text("name: x\ncluster:\n  gpu_workers: {mig_config: all-balanced}\n")
     with pytest.raises(ProfileError, match="cluster.gpu_workers.mig_config: Extra inputs are not permitted"):
         load(path)
+
+
+def test_transient_api_errors_are_retried_then_reported_in_one_line():
+    from kubernetes.client.rest import ApiException
+
+    from gpuconform.cluster.connect import Cluster
+    from gpuconform.cluster.errors import ClusterError
+    cluster = Cluster(api=None, source="test", timeout=5)
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise ApiException(status=503, reason="Service Unavailable")
+        return "ok"
+    assert cluster.call("listing nodes", flaky) == "ok" and len(calls) == 3
+
+    def forbidden():
+        raise ApiException(status=403, reason="Forbidden")
+    with pytest.raises(ClusterError, match="^listing pods: HTTP 403 Forbidden$"):
+        cluster.call("listing pods", forbidden)

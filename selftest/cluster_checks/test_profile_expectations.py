@@ -37,6 +37,8 @@ def test_unknown_gpu_product_cannot_be_checked(run_cluster, profile_with):
     check is blocked by it (never a wrong count)."""
     profile = profile_with({"cluster": {"gpu_workers": {"product": "NVIDIA-B300"}}})
     _, results = run_cluster("-k", "test_gpu_nodes", profile=profile)
-    assert results[("cluster.node.gpu_product", "gpu-worker-1")]["verdict"] == "fail"
+    labels = results[("cluster.node.gpu_labels", "gpu-worker-1")]
+    assert labels["verdict"] == "fail"
+    assert labels["message"] == "nvidia.com/gpu.product='NVIDIA-H100-80GB-HBM3' (expected 'NVIDIA-B300')"
     alloc = results[("cluster.mig.allocatable", "gpu-worker-1")]
-    assert alloc["verdict"] == "blocked" and alloc["blocked_by"] == "cluster.node.gpu_product", alloc
+    assert alloc["verdict"] == "blocked" and alloc["blocked_by"] == "cluster.node.gpu_labels", alloc

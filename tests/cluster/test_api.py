@@ -1,6 +1,7 @@
 """The API server answers, runs a Kubernetes release in the profile's range, and the GPU
-workers are there."""
+workers are there and Ready."""
 from gpuconform.checks import check
+from gpuconform.cluster import nodes
 
 REACHABLE = "cluster.api.reachable"
 
@@ -33,3 +34,12 @@ def test_gpu_workers_registered(cluster, cluster_expected):
     names = cluster.gpu_node_names()
     assert len(names) >= want.min_count, (f"{len(names)} node(s) match {want.selector} "
                                           f"({', '.join(names) or 'none'}), expected at least {want.min_count}")
+
+
+@check("cluster.nodes.ready", "Every GPU worker is Ready",
+       fix="look at the kubelet on the node (journalctl -u kubelet) and the node's conditions (kubectl describe node)",
+       needs=[REACHABLE])
+def test_gpu_workers_ready(cluster, cluster_expected):
+    """The Ready condition of every node matching cluster.gpu_workers.selector is True."""
+    not_ready = [f"{nodes.name(n)}: {nodes.describe_ready(n)}" for n in cluster.gpu_nodes() if not nodes.is_ready(n)]
+    assert not not_ready, "; ".join(not_ready)

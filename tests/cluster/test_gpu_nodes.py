@@ -1,5 +1,5 @@
-"""Per GPU worker: Ready, GPU labels as the profile says, the MIG config it assigns applied,
-and allocatable GPU / MIG resources exactly as the MIG catalog computes them."""
+"""Per GPU worker: GPU labels as the profile says, the MIG config it assigns applied, and
+allocatable GPU / MIG resources exactly as the MIG catalog computes them. (Ready: test_api.py.)"""
 import pytest
 
 from gpuconform.checks import check
@@ -9,41 +9,19 @@ from gpuconform.mig import gpu_model, mixed_strategy_resources
 pytestmark = pytest.mark.mig
 
 
-@check("cluster.node.ready", "GPU worker is Ready",
-       fix="look at the kubelet on the node (journalctl -u kubelet) and the node's conditions (kubectl describe node)")
-def test_node_ready(cluster, cluster_expected, gpu_node):
-    """The node's Ready condition is True."""
-    node = cluster.node(gpu_node)
-    assert nodes.is_ready(node), f"{gpu_node}: {nodes.describe_ready(node)}"
-
-
-@check("cluster.node.gpu_present", "GPU worker is labelled nvidia.com/gpu.present=true",
-       fix="the GPU Operator labels nodes where NFD finds an NVIDIA PCI device: check the "
-           "node-feature-discovery worker pod on this node")
-def test_gpu_present_label(cluster, cluster_expected, gpu_node):
-    """Label nvidia.com/gpu.present is "true"."""
-    got = nodes.labels(cluster.node(gpu_node)).get(nodes.LABEL_PRESENT)
-    assert got == "true", f"{nodes.LABEL_PRESENT}={got!r}, expected 'true'"
-
-
-@check("cluster.node.gpu_product", "GPU product label is the profile's",
-       fix="GPU Feature Discovery sets nvidia.com/gpu.product: check the gpu-feature-discovery pod on this "
-           "node, or correct cluster.gpu_workers.product in the profile")
-def test_gpu_product_label(cluster, cluster_expected, gpu_node):
-    """Label nvidia.com/gpu.product equals cluster.gpu_workers.product."""
-    got = nodes.labels(cluster.node(gpu_node)).get(nodes.LABEL_PRODUCT)
-    want = cluster_expected.gpu_workers.product
-    assert got == want, f"{nodes.LABEL_PRODUCT}={got!r}, expected {want!r}"
-
-
-@check("cluster.node.gpu_count", "GPU count label is the profile's",
-       fix="a GPU the driver does not see is missing from nvidia.com/gpu.count: run the node checks "
-           "(pytest -m node) on this host and look for Xid errors or a GPU fallen off the bus")
-def test_gpu_count_label(cluster, cluster_expected, gpu_node):
-    """Label nvidia.com/gpu.count equals cluster.gpu_workers.count."""
-    got = nodes.labels(cluster.node(gpu_node)).get(nodes.LABEL_COUNT)
-    want = cluster_expected.gpu_workers.count
-    assert got == str(want), f"{nodes.LABEL_COUNT}={got!r}, expected '{want}'"
+@check("cluster.node.gpu_labels", "GPU worker's GPU labels are as the profile says",
+       fix="GPU Feature Discovery and the GPU Operator set these labels: check the gpu-feature-discovery "
+           "pod on this node; a count below the profile's means a GPU the driver does not see: run the "
+           "node checks (pytest -m node) on this host; or correct cluster.gpu_workers in the profile")
+def test_gpu_labels(cluster, cluster_expected, gpu_node):
+    """Labels nvidia.com/gpu.present=true, nvidia.com/gpu.product and nvidia.com/gpu.count equal the
+    profile's cluster.gpu_workers.product and count."""
+    want_workers = cluster_expected.gpu_workers
+    want = {nodes.LABEL_PRESENT: "true", nodes.LABEL_PRODUCT: want_workers.product,
+            nodes.LABEL_COUNT: str(want_workers.count)}
+    got = nodes.labels(cluster.node(gpu_node))
+    wrong = [f"{k}={got.get(k)!r} (expected {v!r})" for k, v in want.items() if got.get(k) != v]
+    assert not wrong, "; ".join(wrong)
 
 
 @check("cluster.mig.config_label", "MIG config label is the one the profile assigns",
@@ -70,7 +48,7 @@ def test_mig_config_state(cluster, cluster_expected, gpu_node):
 @check("cluster.mig.allocatable", "Allocatable GPU/MIG resources match the MIG catalog",
        fix="restart the nvidia-device-plugin-daemonset pod on this node so it re-advertises the MIG "
            "devices; if the counts stay wrong, the MIG manager did not create them: see its log",
-       needs=["cluster.node.gpu_product", "cluster.node.gpu_count", "cluster.mig.config_state"])
+       needs=["cluster.node.gpu_labels", "cluster.mig.config_state"])
 def test_allocatable_matches_catalog(cluster, cluster_expected, gpu_node, evidence):
     """Allocatable nvidia.com/gpu and nvidia.com/mig-* equal what the MIG catalog computes for the
     profile's GPU model x count x the node's nvidia.com/mig.config (mixed strategy)."""

@@ -1,6 +1,8 @@
 // Tools module: builds dex, the OIDC provider Kubeflow 1.10 puts behind oauth2-proxy.
 // Dex's tags carry no /v2 module path, so the module proxy serves v2.41.1 only as the
-// pseudo-version of its commit (see testbed/kubeflow/README.md).
+// pseudo-version of its commit (see testbed/kubeflow/README.md). Its go.mod replaces
+// github.com/dexidp/dex/api/v2 with ./api/v2, which a dependent module does not inherit: api/v2
+// v2.2.0 (the next served release after v2.1.0) has the connector API this commit's server uses.
 module gpuconform.local/testbed/dex
 
 go 1.26.0
@@ -28,7 +30,7 @@ require (
 	github.com/coreos/go-oidc/v3 v3.11.0 // indirect
 	github.com/coreos/go-semver v0.3.0 // indirect
 	github.com/coreos/go-systemd/v22 v22.3.2 // indirect
-	github.com/dexidp/dex/api/v2 v2.1.0 // indirect
+	github.com/dexidp/dex/api/v2 v2.2.0 // indirect
 	github.com/felixge/httpsnoop v1.0.4 // indirect
 	github.com/fsnotify/fsnotify v1.7.0 // indirect
 	github.com/ghodss/yaml v1.0.0 // indirect

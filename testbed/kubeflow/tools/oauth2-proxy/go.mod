@@ -1,5 +1,6 @@
 // Tools module: builds oauth2-proxy v7, the authenticating proxy Kubeflow 1.10 puts in front
-// of dex (the manifests pin v7.7.1).
+// of dex (the manifests pin v7.7.1; the
+// checksum database answers only for later v7 releases, so this pins the newest v7).
 module gpuconform.local/testbed/oauth2proxy
 
 go 1.26.0
