@@ -24,18 +24,28 @@ sysdeps:
 	@bash testbed/install-sysdeps.sh
 
 include testbed/hosts.mk
--include testbed/cluster.mk
+include testbed/cluster.mk
+include testbed/kubeflow.mk
+include testbed/demo-cluster.mk
 
 test: deps $(TEST_DEPS)
 	$(PYTEST) -c selftest/pytest.ini selftest $(PYTEST_ARGS)
 
-# The simulated platform of the demo: three healthy workers and three carrying the article's
-# pitfalls (DKMS stuck at `added` after the linker lost its run bit, bpf_jit_harden=2,
-# signature enforcement refusing the driver).
+# The simulated platform of the demo, all layers in one run and one report:
+# - GPU hosts over SSH: three healthy workers and three carrying the article's pitfalls (DKMS
+#   stuck at `added` after the linker lost its run bit, bpf_jit_harden=2, signature enforcement
+#   refusing the driver);
+# - the control plane with the article's three H100 workers, the GPU Operator and MIG;
+# - Kubeflow's login path: real dex and oauth2-proxy, the install's objects in the cluster.
+# Failing checks are the point of a demo: pytest's exit 1 is not an error here.
 DEMO_NODES ?= gpu-good,good-mig,good-debian,dkms-added,ld-not-executable,bpf-jit-harden-2,sig-enforce-blocks-driver
 
-demo: deps
-	$(MAKE) --no-print-directory demo-node SCENARIOS=$(DEMO_NODES)
+demo: deps $(TEST_DEPS)
+	$(PY) -m testbed.kubeflow run --state $(STATE)/demo -- \
+	  $(PY) -m testbed.hosts run --names '$(DEMO_NODES)' -- \
+	    $(PY) -m pytest -m "node or cluster or kubeflow" --profile={profile} --kubeconfig={kubeconfig} \
+	      --report-dir=reports --report-name=demo-$$(date -u +%Y%m%dT%H%M%SZ) $(PYTEST_ARGS) \
+	  || [ $$? -eq 1 ]
 
 clean:
 	-@[ ! -x $(PY) ] || $(MAKE) --no-print-directory testbed-down hosts-down

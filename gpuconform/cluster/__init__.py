@@ -6,6 +6,8 @@ profile nor imports the checks. Modules:
 * ``connect``   -- a client from kubeconfig / context / in-cluster config, counting requests,
                    one-line errors for an unreachable or unauthorised API server;
 * ``facts``     -- a read-only snapshot, one list call per kind, fetched on first use;
+* ``pods``      -- pod states (ready, terminal, image pull, crash) and one-line descriptions;
+* ``migconfig`` -- relabel nvidia.com/mig.config and follow the MIG manager (disruptive check);
 * ``waiting``   -- the one wait helper: watch with a deadline, tenacity for transient errors;
 * ``namespace`` -- the run's labelled, prefixed, Pod-Security-restricted namespace and its cleanup;
 * ``workloads`` -- pods from ``manifests/`` run to completion, diagnostics captured before deletion;

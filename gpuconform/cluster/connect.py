@@ -89,7 +89,7 @@ def load_configuration(kubeconfig: str | None = None, context: str | None = None
 
 
 class Cluster:
-    """A connected API server: the client, typed API groups, raw JSON reads, the request count."""
+    """A connected API server: raw JSON requests and watches with retries, the request count."""
 
     def __init__(self, api, source: str, timeout: float):
         self.api = api

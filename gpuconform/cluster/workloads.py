@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -12,7 +13,7 @@ import yaml
 
 from gpuconform.cluster import pods as podstate
 from gpuconform.cluster.connect import Cluster
-from gpuconform.cluster.errors import ClusterError, api_error_line
+from gpuconform.cluster.errors import ClusterError
 from gpuconform.cluster.namespace import RunNamespace
 from gpuconform.cluster.waiting import Stop, WaitTimeout, watch_one, watch_until
 
@@ -147,7 +148,6 @@ class Workloads:
     def log(self, name: str, settle_s: float = 10) -> str:
         """The pod's log. Right after a container ends the kubelet may briefly answer 400 (no
         logs yet): asked again for ``settle_s``."""
-        import time
         deadline = time.monotonic() + settle_s
         while True:
             try:
@@ -173,7 +173,6 @@ class Workloads:
         pulling_since: list[float] = []
 
         def finished(pod: dict | None):
-            import time
             if pod is None:
                 raise Stop("pod disappeared")
             if podstate.phase(pod) in ("Succeeded", "Failed"):
@@ -262,6 +261,3 @@ def safe_name(*parts: str) -> str:
     text = re.sub(r"[^a-z0-9-]+", "-", text).strip("-")
     return text[:63].rstrip("-")
 
-
-__all__ = ["Deadlines", "ImagePullFailed", "Images", "PodRun", "VECTORADD_PASSED", "Workloads",
-           "devices_seen", "gpu_device_nodes", "gpu_limits", "render", "safe_name", "api_error_line"]

@@ -41,6 +41,7 @@ class ClusterRun:
         self.namespace: "RunNamespace | None" = None
         self.gate = Gate()
         self.operator_noted = False
+        self.summary: list[str] = []
         self.connect_error: str | None = None
         t = self.expected.timeouts
         try:
@@ -96,15 +97,20 @@ def cluster_session(request: pytest.FixtureRequest):
     errors = run.finish(failed)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, old)
-    tr = request.config.pluginmanager.getplugin("terminalreporter")
-    if tr is not None and run.cluster is not None:
-        tr.write_line(f"gpuconform: cluster layer sent {run.cluster.request_count} API requests to {run.cluster.server}")
-    if tr is not None and run.namespace is not None:
-        if run.namespace.keep:
-            tr.write_line(f"gpuconform: kept namespace {run.namespace.name} (--keep-on-failure); "
-                          f"remove it with: python -m gpuconform.cluster.sweep --run {run.namespace.run_id}")
-        for e in errors:
-            tr.write_line(f"gpuconform: cleanup: {e}")
+    # shown by pytest_terminal_summary: output of a fixture teardown is captured
+    if run.cluster is not None:
+        run.summary.append(f"gpuconform: cluster layer sent {run.cluster.request_count} API requests "
+                           f"to {run.cluster.server}")
+    if run.namespace is not None and run.namespace.keep:
+        run.summary.append(f"gpuconform: kept namespace {run.namespace.name} (--keep-on-failure); remove it "
+                           f"with: python -m gpuconform.cluster.sweep --run {run.namespace.run_id}")
+    run.summary += [f"gpuconform: cleanup: {e}" for e in errors]
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    run = config.stash.get(CLUSTER_RUN, None)
+    for line in run.summary if run is not None else ():
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")

@@ -5,9 +5,10 @@ import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-#: the control plane of selftest/cluster (same folder: one control plane at a time)
+#: the control plane of selftest/cluster (its folder for this pytest process: one control plane
+#: at a time on a small machine); GPUCONFORM_SELFTEST_CLUSTER_STATE=DIR uses a folder of one's own
 STATE = Path(os.environ.get("GPUCONFORM_SELFTEST_CLUSTER_STATE")
-             or REPO / ".state" / f"selftest-cluster-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}")
+             or REPO / ".state" / "selftest-cluster" / str(os.getpid()))
 PROFILE = REPO / "profiles" / "seed-h100.yaml"
 
 

@@ -3,7 +3,7 @@
 bed's MIG manager for the disruptive check.
 
 Fixtures:
-* ``platform`` -- the running :class:`~testbed.cluster.bed.TestBed` and its MIG manager (session).
+* ``platform`` -- the running :class:`~testbed.cluster.bed.TestBed` with its MIG manager (session).
   One control plane at a time on a small machine: it is the one of selftest/cluster (same state
   folder) when that one runs already, else it starts it;
 * ``run_cluster`` -- runs ``pytest -m cluster`` against it in a subprocess and returns the
@@ -47,19 +47,25 @@ def platform():
     else:
         _attach(bed)
         bed.reset()
-    log = open(STATE / "logs" / "migmanager-selftest.log", "wb")
-    migmanager = subprocess.Popen(
-        [sys.executable, "-m", "testbed.cluster.migmanager", f"--kubeconfig={bed.kubeconfig}", "--delay=0.5"],
-        cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+    # the bed runs the MIG manager (testbed/cluster/migmanager.py); a bed started by an older
+    # checkout may not: then it runs here, for this session
+    migmanager = None
+    bed.migmanager_log = STATE / "logs" / "migmanager.log"
+    if "migmanager" not in bed.running_processes():
+        bed.migmanager_log = STATE / "logs" / "migmanager-selftest.log"
+        log = open(bed.migmanager_log, "wb")
+        migmanager = subprocess.Popen(
+            [sys.executable, "-m", "testbed.cluster.migmanager", f"--kubeconfig={bed.kubeconfig}"],
+            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
-        wait_for("the MIG manager to watch the nodes", lambda: migmanager.poll() is None and
-                 b"watching" in (STATE / "logs" / "migmanager-selftest.log").read_bytes(), 120)
+        wait_for("the MIG manager to watch the nodes", lambda: (migmanager is None or migmanager.poll() is None)
+                 and b"watching" in bed.migmanager_log.read_bytes(), 120)
         yield bed
     finally:
-        migmanager.terminate()
-        migmanager.wait(10)
-        log.close()
+        if migmanager is not None:
+            migmanager.terminate()
+            migmanager.wait(10)
+            log.close()
         if owned:
             bed.stop()
 

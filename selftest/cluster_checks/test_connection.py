@@ -57,3 +57,10 @@ def test_unauthorised_credentials(platform, run_cluster, tmp_path):
 def test_missing_kubeconfig(run_cluster, tmp_path):
     proc, results = run_cluster(kubeconfig=tmp_path / "nope.kubeconfig")
     _assert_one_line_and_blocked(proc, results, "nope.kubeconfig does not exist")
+
+
+def test_context_option(platform, run_cluster):
+    """--context picks a kubeconfig context; one that does not exist is one line, not a traceback."""
+    proc, results = run_cluster("-k", "test_api", "--context=no-such-context")
+    _assert_one_line_and_blocked(proc, results, "cannot load cluster config")
+    assert "no-such-context" in results[REACHABLE]["message"]

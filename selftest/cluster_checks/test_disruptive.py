@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from cluster_harness import STATE
 from gpuconform.cluster.namespace import RESTORE_MIG_CONFIG
 from testbed.cluster.waiting import wait_for
 
@@ -48,7 +47,7 @@ def test_failing_mig_manager_fails_the_check(platform, run_cluster, profile):
         assert node.metadata.labels["nvidia.com/mig.config"] == "all-1g.10gb"  # put back by the cleanup
         assert RESTORE_MIG_CONFIG not in (node.metadata.annotations or {})
     finally:  # let the MIG manager finish its (failing) restore before the bed is reset
-        log = STATE / "logs" / "migmanager-selftest.log"
-        wait_for("the MIG manager to give up the restore", lambda: b"gpu-worker-1: all-1g.10gb failed" in log.read_bytes(), 30)
+        wait_for("the MIG manager to give up the restore",
+                 lambda: b"gpu-worker-1: all-1g.10gb failed" in platform.migmanager_log.read_bytes(), 30)
         core.patch_node("gpu-worker-1", {"metadata": {"annotations": {ANN_FAIL: None}}})
         platform.reset()

@@ -87,3 +87,22 @@ def test_vectoradd_failure_keeps_evidence_and_namespace(fault, run_cluster, plat
     assert rc == 0, lines
     assert any(line.startswith("deleted namespace gpuconform-") for line in lines), lines
     assert lines[-1] == "all leftovers gone", lines
+
+
+def test_gpu_visible_without_request_fails_isolation(platform, run_cluster):
+    """The bed's runtime shows every GPU to a pod that asked for none (scenario ConfigMap
+    ``isolation: leak``, as with NVIDIA_VISIBLE_DEVICES=all and nvidia the default runtime)."""
+    from kubernetes import client
+
+    from testbed.cluster.devicesim import SCENARIO_CONFIGMAP
+    ns, name = SCENARIO_CONFIGMAP
+    client.CoreV1Api(platform.api).create_namespaced_config_map(
+        ns, {"metadata": {"name": name}, "data": {"isolation": "leak"}})
+    try:
+        _, results = run_cluster("-k", "no_gpu_without_request")
+    finally:
+        platform.reset()
+    r = results[("cluster.workload.isolation", None)]
+    assert r["verdict"] == "fail", r
+    assert r["message"].startswith("a pod without GPU request on gpu-worker-1 sees: /dev/nvidia0, /dev/nvidia1,"), r["message"]
+    assert "NVIDIA H100 80GB HBM3" in r["message"]

@@ -52,7 +52,6 @@ def test_timeout_names_what_and_last_state(cordoned, run_cluster, profile_with):
 def test_image_pull_reported_as_such(cordoned, platform, profile_with, tmp_path):
     """While the suite waits, the pod reports ImagePullBackOff (as a kubelet would for an
     unreachable registry): the check is an error naming the image and the pull failure."""
-    from runner import run_suite
     from cluster_harness import by_check
     profile = profile_with({"cluster": {"timeouts": {"image_pull_s": 2, "pod_run_s": 60},
                                         "workloads": {"image": "registry.invalid/cuda-sample:vectoradd"}}})

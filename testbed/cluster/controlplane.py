@@ -207,6 +207,9 @@ class ControlPlane:
             sys.executable, "-m", "testbed.cluster.devicesim", f"--kubeconfig={self.kubeconfig}",
             f"--log-dir={self.pod_log_dir}",
         ], env=env)
+        self.supervisor.start("migmanager", [  # NVIDIA's MIG manager, simulated (migmanager.py)
+            sys.executable, "-m", "testbed.cluster.migmanager", f"--kubeconfig={self.kubeconfig}",
+        ], env=env)
 
         self._wait_http("kube-controller-manager", f"https://{LOOPBACK}:{p['controller_manager']}/healthz", left())
         self._wait_http("kube-scheduler", f"https://{LOOPBACK}:{p['scheduler']}/healthz", left())
@@ -215,6 +218,7 @@ class ControlPlane:
                  lambda: self._alive_or_give_up("kube-controller-manager")
                  and kube.service_account_exists(api, "default", "default"), left())
         self._alive_or_give_up("devicesim")
+        self._alive_or_give_up("migmanager")
         self.timings["controllers"] = timeout - left()
 
     def _alive_or_give_up(self, name: str) -> bool:

@@ -218,6 +218,17 @@ class DeviceSim:
             raise
         return (cm.data or {}).get("cuda") == "fail"
 
+    def runtime_leaks_gpus(self) -> bool:
+        """Scenario ConfigMap ``isolation: leak``: the container runtime shows every GPU of the
+        node to a pod that asked for none (NVIDIA_VISIBLE_DEVICES=all with nvidia as default runtime)."""
+        try:
+            cm = self.core.read_namespaced_config_map(SCENARIO_CONFIGMAP[1], SCENARIO_CONFIGMAP[0])
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return (cm.data or {}).get("isolation") == "leak"
+
     def allocate_and_run(self, pod: client.V1Pod, node: client.V1Node, wanted: dict[str, int],
                          runs_to_completion: bool) -> None:
         uid, ns, name = pod.metadata.uid, pod.metadata.namespace, pod.metadata.name
@@ -236,6 +247,10 @@ class DeviceSim:
             lines += [text] if text and ok else []
         else:
             lines = [text] if text else []
+            if self.runtime_leaks_gpus():
+                seen = node_devices(node)
+                gpus = list(dict.fromkeys(d.gpu_uuid for d in seen))
+                lines = [f"/dev/nvidia{i}" for i in range(len(gpus))] + smi_lines(seen) + lines
         logfile = self.log_dir / f"{ns}_{name}_{uid}.log"
         logfile.write_text(cri_log(lines))
         self.put_logs_object(pod, logfile)

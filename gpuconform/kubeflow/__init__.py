@@ -1,0 +1,5 @@
+"""Library of the kubeflow layer: the dex login through oauth2-proxy (``login``), the served
+certificate (``tls``), the web apps' JSON endpoints (``webapps``) and the Kubernetes objects
+of an install (``objects``). It is handed values (URL, CA bundle, names); it never reads the
+profile nor imports the checks.
+"""
