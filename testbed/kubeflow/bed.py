@@ -73,7 +73,7 @@ class KubeflowBed:
     def profile(self, path: Path, base: Path = REPO / "profiles" / "seed-h100.yaml", **changes) -> Path:
         """``base`` with its ``kubeflow:`` section pointing at this bed (``changes`` on top)."""
         doc = yaml.safe_load(base.read_text())
-        doc["name"] = "kubeflow-testbed"
+        doc["name"] = f"{doc['name']}-simulated"  # the article's platform, as the test bed serves it
         doc["kubeflow"] = self.kubeflow_section(**changes)
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
