@@ -32,7 +32,7 @@ test: deps $(TEST_DEPS)
 	$(PYTEST) -c selftest/pytest.ini selftest $(PYTEST_ARGS)
 
 # The simulated platform of the demo, all layers in one run and one report:
-# - GPU hosts over SSH: three healthy workers and three carrying the article's pitfalls (DKMS
+# - GPU hosts over SSH: three healthy workers and four carrying the article's pitfalls (DKMS
 #   stuck at `added` after the linker lost its run bit, bpf_jit_harden=2, signature enforcement
 #   refusing the driver);
 # - the control plane with the article's three H100 workers, the GPU Operator and MIG;
