@@ -56,16 +56,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(fixture, values, ids=[str(v) for v in values])
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Checks that change the platform run only when -m names `disruptive`."""
-    if "disruptive" in (config.option.markexpr or ""):
-        return
-    dropped = [i for i in items if i.get_closest_marker("disruptive") is not None]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [i for i in items if i.get_closest_marker("disruptive") is None]
-
-
 # -- workload runs, shared by the checks that state one rule each about them ---------------------
 @pytest.fixture(scope="session")
 def _pod_runs() -> dict[str, PodRun]:
