@@ -1,0 +1,46 @@
+# Sourced by the test beds' build.sh: builds Go programs from the Go module proxy into
+# ${GPUCONFORM_CACHE:-$HOME/.cache/gpuconform}/bin/<key>/ once, and reuses them after.
+#   gobuild_begin LABEL KEY BIN...   exits 0 when every BIN is cached (or prints the folder with
+#                                    --print-dir in "$@" of the caller: pass it as GOBUILD_ARG)
+#   gobuild_step WHAT DIR ARGS...    `go build` ARGS inside tools module DIR, into "$tmp"
+#   gobuild_end                      moves the new binaries into the cache
+set -euo pipefail
+
+export PATH="$PATH:/usr/local/go/bin"
+export GOTOOLCHAIN=local
+export GOFLAGS="-mod=readonly -buildvcs=false"
+export CGO_ENABLED=${CGO_ENABLED:-0}
+
+gobuild_begin() {
+    label=$1 key=$2; shift 2
+    bins=("$@")
+    bindir="${GPUCONFORM_CACHE:-$HOME/.cache/gpuconform}/bin/$key"
+    if [[ "${GOBUILD_ARG:-}" == "--print-dir" ]]; then
+        echo "$bindir"
+        exit 0
+    fi
+    local b missing=0
+    for b in "${bins[@]}"; do [[ -x "$bindir/$b" ]] || missing=1; done
+    if [[ $missing == 0 ]]; then
+        echo "$label: reusing $bindir"
+        exit 0
+    fi
+    command -v go >/dev/null || { echo "$label: go not found (looked in PATH and /usr/local/go/bin)" >&2; exit 1; }
+    mkdir -p "$bindir"
+    tmp="$(mktemp -d "$bindir/.build.XXXXXX")"
+    trap 'rm -rf "$tmp"' EXIT
+    gobuild_start=$SECONDS
+}
+
+gobuild_step() {
+    local what=$1 dir=$2 t0=$SECONDS; shift 2
+    echo "$label: building $what"
+    (cd "$dir" && nice go build -trimpath "$@")
+    echo "$label: $what built in $((SECONDS - t0))s"
+}
+
+gobuild_end() {
+    local b
+    for b in "${bins[@]}"; do mv -f "$tmp/$b" "$bindir/$b"; done
+    echo "$label: built ${bins[*]} in $((SECONDS - gobuild_start))s -> $bindir"
+}
