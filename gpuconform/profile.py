@@ -23,8 +23,9 @@ import hashlib
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gpuconform import yamlfile
 
 Need = Literal["required", "forbidden", "any"]
 
@@ -358,17 +359,8 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
-def _where(err: dict, prefix: str) -> str:
-    loc = ".".join(str(p) for p in err["loc"])
-    return f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
-
-
 def _one_line(path: str, exc: ValidationError, prefix: str = "") -> ProfileError:
-    e = exc.errors()[0]
-    got = e.get("input")
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    shown = "" if isinstance(got, dict) or got is None else f", got {got!r}"
-    return ProfileError(f"{path}: {_where(e, prefix)}: {e['msg']}{shown}{more}")
+    return ProfileError(yamlfile.one_line(path, exc, prefix))
 
 
 class LoadedProfile:
@@ -410,19 +402,7 @@ class LoadedProfile:
 
 def load(path: str | Path) -> LoadedProfile:
     path = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read profile: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "invalid YAML"
-        raise ProfileError(f"{path}: not valid YAML{where}: {problem}") from None
-    if not isinstance(data, dict):
-        raise ProfileError(f"{path}: expected a mapping at the top level, got {type(data).__name__}")
+    raw, data = yamlfile.read_mapping(path, "profile", ProfileError)
     try:
         prof = Profile.model_validate(data)
     except ValidationError as exc:

@@ -20,8 +20,9 @@ import datetime as dt
 import re
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gpuconform import yamlfile
 
 
 def _glob(pattern: str) -> re.Pattern:
@@ -64,27 +65,11 @@ class WaiverFile(BaseModel):
 
 def load(path: str | Path) -> tuple[Waiver, ...]:
     path = str(path)
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise WaiverError(f"{path}: cannot read waiver file: {exc.strerror}") from None
-    try:
-        data = yaml.safe_load(raw)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise WaiverError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', None) or 'invalid'}") from None
-    if not isinstance(data, dict):
-        raise WaiverError(f"{path}: expected a mapping with a `waivers:` list, got {type(data).__name__}")
+    _, data = yamlfile.read_mapping(path, "waiver file", WaiverError, "a mapping with a `waivers:` list")
     try:
         return WaiverFile.model_validate(data).waivers
     except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(str(p) for p in e["loc"])
-        got = e.get("input")
-        shown = "" if isinstance(got, (dict, list)) or got is None else f", got {got!r}"
-        more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-        raise WaiverError(f"{path}: {where}: {e['msg']}{shown}{more}") from None
+        raise WaiverError(yamlfile.one_line(path, exc)) from None
 
 
 def today_utc() -> dt.date:
