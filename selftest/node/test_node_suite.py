@@ -2,7 +2,7 @@
 
 One run of ``pytest -m node`` over all SSH nodes (session fixture ``node_results``); one test per
 scenario compares the failing checks with ``expected.EXPECTED``. A second, small run goes through
-testinfra's chroot backend to prove that transport too.
+testinfra's chroot and paramiko backends to prove those transports too.
 """
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from expected import EXPECTED
 from harness import assert_scenario, by_scenario, run_node_suite
 from testbed.hosts import rootfs, scenarios
+
 
 @pytest.mark.parametrize("scenario", scenarios.names())
 def test_scenario_fails_exactly_its_checks(scenario, node_results):
@@ -41,3 +42,17 @@ def test_chroot_backend(tmp_path_factory):
         f"{proc.stdout[-2000:]}")
     for name in CHROOT_SCENARIOS:
         assert_scenario(f"chroot {name}", grouped[name], EXPECTED[name])
+
+
+PARAMIKO_SCENARIOS = ("gpu-good", "dkms-added", "sig-enforce-blocks-driver")
+
+
+def test_paramiko_backend(ssh_nodes, tmp_path_factory):
+    """The same suite through testinfra's paramiko backend (``--hosts=paramiko://root@NAME``)."""
+    proc, results = run_node_suite("--hosts=" + ",".join(f"paramiko://root@{n}" for n in PARAMIKO_SCENARIOS),
+                                   f"--ssh-config={ssh_nodes.ssh_config}",
+                                   report_dir=tmp_path_factory.mktemp("paramiko-reports"))
+    grouped = by_scenario(results)
+    assert set(grouped) == set(PARAMIKO_SCENARIOS), f"paramiko hosts reported as {sorted(grouped)}:\n{proc.stdout[-2000:]}"
+    for name in PARAMIKO_SCENARIOS:
+        assert_scenario(f"paramiko {name}", grouped[name], EXPECTED[name])
