@@ -11,7 +11,8 @@ import os
 import pytest
 
 from expected import EXPECTED
-from harness import assert_scenario, by_scenario, run_node_suite
+from harness import PROFILE, assert_scenario, by_scenario, run_node_suite
+from runner import run_suite
 from testbed.hosts import rootfs, scenarios
 
 
@@ -56,3 +57,18 @@ def test_paramiko_backend(ssh_nodes, tmp_path_factory):
     assert set(grouped) == set(PARAMIKO_SCENARIOS), f"paramiko hosts reported as {sorted(grouped)}:\n{proc.stdout[-2000:]}"
     for name in PARAMIKO_SCENARIOS:
         assert_scenario(f"paramiko {name}", grouped[name], EXPECTED[name])
+
+
+def test_hosts_from_the_profile(tmp_path_factory):
+    """Without --hosts, the profile's `hosts:` list names the hosts."""
+    import yaml
+    base = tmp_path_factory.mktemp("profile-hosts")
+    root = rootfs.render(scenarios.build("dkms-added"), base / "dkms-added" / "root")
+    doc = yaml.safe_load(PROFILE.read_text())
+    doc["hosts"] = [f"chroot://{root}"]
+    profile = base / "profile.yaml"
+    profile.write_text(yaml.safe_dump(doc))
+    proc, doc = run_suite("-m", "node", "-q", f"--profile={profile}", report_dir=base / "reports")
+    hosts = {r["host"] for r in doc["results"]}
+    assert hosts == {str(root)}, f"results name hosts {sorted(hosts)}:\n{proc.stdout[-2000:]}"
+    assert_scenario("dkms-added from the profile", doc["results"], EXPECTED["dkms-added"])
