@@ -320,7 +320,8 @@ class KubeflowExpectations(_Strict):
                             description="https://<host>[:port]/ users open; null: the kubeflow layer is skipped")
     ca_bundle: str | None = Field(None, description="PEM CA bundle the served certificate must verify against; "
                                                     "null: the system trust store")
-    cert_min_days: int = Field(14, ge=0, description="fail when the served certificate expires sooner")
+    cert_min_days: int = Field(14, ge=0, description="warn when the served certificate expires sooner "
+                                                     "(an expired certificate fails)")
     production: bool = Field(True, description="true: the default user@example.com / 12341234 must be rejected")
     cookie_name: str = Field("oauth2_proxy_kubeflow", description="oauth2-proxy session cookie (cookie_name)")
     account: KubeflowAccount = KubeflowAccount()

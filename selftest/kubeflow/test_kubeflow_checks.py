@@ -77,7 +77,6 @@ def test_approval_screen_is_handled(run_kubeflow, fault):
 @pytest.mark.parametrize("cert, check_id, words", [
     ("other-ca", "kubeflow.tls.trusted", "does not verify: unable to get local issuer certificate"),
     ("other-host", "kubeflow.tls.hostname", "certificate names kubeflow.other.example, expected localhost"),
-    ("expiring", "kubeflow.tls.expiry", "expected at least 14 days left"),
 ])
 def test_tls_faults(run_kubeflow, fault, cert, check_id, words):
     fault.stack(cert=cert)
@@ -88,6 +87,23 @@ def test_tls_faults(run_kubeflow, fault, cert, check_id, words):
     assert set(others.values()) == {"pass"}, others
     if cert == "other-ca":
         assert res.one("kubeflow.login.session")["verdict"] == "blocked"
+
+
+def test_expiring_certificate_warns(run_kubeflow, fault):
+    fault.stack(cert="expiring")
+    res = run_kubeflow(k="tls")
+    r = res.one("kubeflow.tls.expiry")
+    assert r["verdict"] == "pass", r["message"]
+    assert "WARNING" in r["evidence"] and "under the profile's warning threshold of 14 days" in r["evidence"]
+    assert "CertificateExpiresSoon" in res.proc.stdout
+
+
+def test_expired_certificate_fails(run_kubeflow, fault):
+    fault.stack(cert="expired")
+    res = run_kubeflow(k="tls or test_login")
+    r = res.one("kubeflow.tls.expiry")
+    assert r["verdict"] == "fail" and r["message"].startswith("certificate expired on"), r["message"]
+    assert res.one("kubeflow.tls.trusted")["verdict"] == "fail"  # an expired certificate does not verify
 
 
 def test_component_answering_500_and_open_tenants(run_kubeflow, fault):

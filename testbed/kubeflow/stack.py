@@ -65,7 +65,7 @@ class Settings:
     """What a fault changes; ``LoginStack.restart(**changes)`` applies a new one."""
     skip_approval: bool = True
     cookie_name: str = COOKIE
-    cert: str = "good"              # good | other-ca | other-host | expiring
+    cert: str = "good"              # good | other-ca | other-host | expiring | expired
     first_user_password: str | None = None  # e.g. the default 12341234 (a production fault)
     dex_redirect_uri: str = "/oauth2/callback"  # the dex client's redirectURIs (another: a broken chain)
 
@@ -90,6 +90,7 @@ class LoginStack:
             "other-ca": self.other_ca.issue("kubeflow-other-ca", [HOST, "127.0.0.1"]),
             "other-host": self.ca.issue("kubeflow-other-host", ["kubeflow.other.example"]),
             "expiring": self.ca.issue("kubeflow-expiring", [HOST, "127.0.0.1"], days=2),
+            "expired": self.ca.issue("kubeflow-expired", [HOST, "127.0.0.1"], days=-0.01),
         }
         self.dex_port, self.port = free_port(), free_port()
         self.client_secret = secrets.token_urlsafe(24)

@@ -1,6 +1,12 @@
 """Users reach Kubeflow through the Ingress `ingress-kubeflow` over TLS they can trust."""
+import warnings
+
 from gpuconform.checks import check
 from gpuconform.kubeflow import objects
+
+
+class CertificateExpiresSoon(UserWarning):
+    """The served certificate is valid for fewer days than the profile's cert_min_days."""
 
 TLS_FIX = ("serve a certificate for the Kubeflow host issued by the CA users trust (the Ingress TLS "
            "secret, e.g. a cert-manager Certificate); point kubeflow.ca_bundle at that CA's bundle")
@@ -50,13 +56,17 @@ def test_tls_hostname(kf, kf_evidence):
     assert cert.matches(kf.host), f"certificate names {', '.join(cert.names) or 'nothing'}, expected {kf.host}"
 
 
-@check("kubeflow.tls.expiry", "The served certificate is not about to expire",
+@check("kubeflow.tls.expiry", "The served certificate has not expired (warns when it soon will)",
        fix="renew the certificate (cert-manager: kubectl cert-manager renew, or check the Certificate's status)")
 def test_tls_expiry(kf, kubeflow_expected, kf_evidence):
-    """The served certificate is valid for at least kubeflow.cert_min_days more days."""
+    """The served certificate is still valid; under kubeflow.cert_min_days days left the check
+    passes with a warning (in the evidence and pytest's warnings summary)."""
     cert = kf.certificate()
     days = cert.days_left()
     kf_evidence.add("served certificate", cert.summary())
-    assert days >= kubeflow_expected.cert_min_days, (
-        f"certificate expires {cert.not_after:%Y-%m-%d} (in {days:.0f} days), "
-        f"expected at least {kubeflow_expected.cert_min_days} days left")
+    assert days > 0, f"certificate expired on {cert.not_after:%Y-%m-%d %H:%M} UTC"
+    if days < kubeflow_expected.cert_min_days:
+        text = (f"certificate expires {cert.not_after:%Y-%m-%d} (in {days:.0f} days), under the profile's "
+                f"warning threshold of {kubeflow_expected.cert_min_days} days")
+        kf_evidence.add("WARNING", text)
+        warnings.warn(CertificateExpiresSoon(text), stacklevel=1)
