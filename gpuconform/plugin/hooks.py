@@ -189,6 +189,9 @@ class Hooks:
         """Writes the JSON before pytest-html (trylast) renders the page, so the page carries its sha256."""
         if self.run is not None and self.json_path is not None:
             self.run.write_json(self.json_path)
+            # every failure waived by a valid waiver: the platform is accepted, and so is the run
+            if self.run.doc["verdict"]["word"] == "ACCEPTED" and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
+                session.exitstatus = pytest.ExitCode.OK
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.run is not None and self.run.doc is not None:

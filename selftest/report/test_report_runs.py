@@ -24,6 +24,7 @@ def test_partial_run_with_every_failure_waived_is_accepted(host_roots, tmp_path)
     page = r.html.read_text()
     assert 'class="gc-verdict accepted">ACCEPTED</div>' in page and "partial run: node layer only" in page
     assert "gpuconform: ACCEPTED" in r.proc.stdout
+    assert r.proc.returncode == 0, "an ACCEPTED run (failures all waived) exits 0"
 
 
 def test_pass_after_retries_is_shown_apart(host_roots, tmp_path):
