@@ -19,6 +19,9 @@ from gpuconform.cluster.errors import ClusterError, Unreachable, api_error_line
 T = TypeVar("T")
 TRANSIENT_STATUS = {429, 500, 502, 503, 504}
 IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
+#: Where a pod finds its service account token and CA (GPUCONFORM_SERVICEACCOUNT_DIR moves it).
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+SERVICE_ACCOUNT_ENV = "GPUCONFORM_SERVICEACCOUNT_DIR"
 
 
 def _k8s():
@@ -79,7 +82,9 @@ def load_configuration(kubeconfig: str | None = None, context: str | None = None
         else:
             if context:
                 raise Unreachable("--context needs a kubeconfig; in-cluster config has no contexts")
-            config.load_incluster_config(client_configuration=cfg)
+            sa = Path(os.environ.get(SERVICE_ACCOUNT_ENV, SERVICE_ACCOUNT_DIR))
+            config.incluster_config.InClusterConfigLoader(
+                token_filename=str(sa / "token"), cert_filename=str(sa / "ca.crt")).load_and_set(cfg)
             source = "in-cluster service account"
     except (ConfigException, OSError, ValueError, TypeError) as exc:
         text = str(exc).strip().splitlines()

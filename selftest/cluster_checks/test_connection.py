@@ -64,3 +64,45 @@ def test_context_option(platform, run_cluster):
     proc, results = run_cluster("-k", "test_api", "--context=no-such-context")
     _assert_one_line_and_blocked(proc, results, "cannot load cluster config")
     assert "no-such-context" in results[REACHABLE]["message"]
+
+
+def test_in_cluster_service_account(platform, tmp_path):
+    """Run as a pod would: no kubeconfig, KUBERNETES_SERVICE_HOST/PORT and a service account
+    token + CA in the service account folder (a real token from the API server's TokenRequest)."""
+    import base64
+    from urllib.parse import urlparse
+
+    from kubernetes import client
+
+    from runner import run_suite
+
+    core, rbac = client.CoreV1Api(platform.api), client.RbacAuthorizationV1Api(platform.api)
+    name = "gpuconform-selftest-incluster"
+    core.create_namespaced_service_account("default", {"metadata": {"name": name}})
+    rbac.create_cluster_role_binding({
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": "default"}]})
+    try:
+        token = core.create_namespaced_service_account_token(
+            name, "default", {"spec": {"expirationSeconds": 3600}}).status.token
+        kube = yaml.safe_load(platform.kubeconfig.read_text())["clusters"][0]["cluster"]
+        sa = tmp_path / "serviceaccount"
+        sa.mkdir()
+        (sa / "token").write_text(token)
+        ca = kube.get("certificate-authority-data")
+        (sa / "ca.crt").write_bytes(base64.b64decode(ca) if ca else
+                                    (platform.kubeconfig.parent / kube["certificate-authority"]).read_bytes())
+        server = urlparse(kube["server"])
+        proc, doc = run_suite("-m", "cluster", "-q", "-k", "reachable", report_dir=tmp_path / "reports",
+                              env={"KUBECONFIG": "", "HOME": str(tmp_path), "KUBERNETES_SERVICE_HOST": server.hostname,
+                                   "KUBERNETES_SERVICE_PORT": str(server.port),
+                                   "GPUCONFORM_SERVICEACCOUNT_DIR": str(sa)})
+        assert doc, proc.stdout[-3000:]
+        r = next(x for x in doc["results"] if x["check_id"] == "cluster.api.reachable")
+        assert r["verdict"] == "pass", r["message"]
+        # no kubeconfig anywhere (KUBECONFIG empty, HOME without .kube): only the service account can have worked
+        assert all(token not in f.read_text() for f in (tmp_path / "reports").iterdir() if f.is_file())
+    finally:
+        rbac.delete_cluster_role_binding(name)
+        core.delete_namespaced_service_account(name, "default")
