@@ -1,11 +1,14 @@
 """Running the real conformance suite in a subprocess, as a user would, and reading its results."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable, Iterator
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -20,3 +23,19 @@ def run_suite(*args: str, report_dir: Path, timeout: float = 600,
                           env={**os.environ, **(env or {})})
     files = sorted(report_dir.glob("*.json"))
     return proc, (json.loads(files[-1].read_text()) if files else None)
+
+
+@contextlib.contextmanager
+def process_state(root: Path, stop_leftovers: Callable[[Path], None]) -> Iterator[Path]:
+    """A state folder of this pytest process (``root/<pid>``: concurrent runs need their own
+    ports and files), removed afterwards. Folders of runs whose process is gone are handed to
+    ``stop_leftovers`` and removed first."""
+    for folder in root.glob("*"):
+        if folder.name.isdigit() and int(folder.name) != os.getpid() and not Path(f"/proc/{folder.name}").exists():
+            stop_leftovers(folder)
+            shutil.rmtree(folder, ignore_errors=True)
+    state = root / str(os.getpid())
+    try:
+        yield state
+    finally:
+        shutil.rmtree(state, ignore_errors=True)

@@ -9,35 +9,23 @@ Fixtures:
 """
 from __future__ import annotations
 
-import os
-import shutil
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 from kubernetes import client
 
-# testbed/ is not an installed package: make the repo root importable
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from testbed.cluster.bed import TestBed  # noqa: E402
-from testbed.cluster.controlplane import REPO  # noqa: E402
-from testbed.cluster.kube import ignore_not_found, service_account_exists  # noqa: E402
-from testbed.cluster.procs import Supervisor  # noqa: E402
-from testbed.cluster.waiting import wait_for  # noqa: E402
+from runner import process_state
+from testbed.cluster.bed import TestBed
+from testbed.cluster.controlplane import REPO
+from testbed.cluster.kube import ignore_not_found, service_account_exists
+from testbed.cluster.procs import Supervisor
+from testbed.cluster.waiting import wait_for
 
 # One bed per pytest process (xdist workers and concurrent runs each need their own ports and
 # state folder): .state/selftest-cluster/<pid>. Folders of runs whose process is gone are swept.
 STATE_ROOT = REPO / ".state" / "selftest-cluster"
 HERE = Path(__file__).resolve().parent
-
-
-def _sweep_dead_runs() -> None:
-    for folder in STATE_ROOT.glob("*"):
-        if folder.name.isdigit() and int(folder.name) != os.getpid() and not Path(f"/proc/{folder.name}").exists():
-            Supervisor(folder).stop_all()
-            shutil.rmtree(folder, ignore_errors=True)
 
 
 def pytest_configure(config):
@@ -52,15 +40,13 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture(scope="session")
 def cluster_bed():
-    _sweep_dead_runs()
-    state = STATE_ROOT / str(os.getpid())
-    bed = TestBed(state, attached=True)
-    bed.start()
-    try:
-        yield bed
-    finally:
-        bed.stop()
-        shutil.rmtree(state, ignore_errors=True)
+    with process_state(STATE_ROOT, lambda folder: Supervisor(folder).stop_all()) as state:
+        bed = TestBed(state, attached=True)
+        bed.start()
+        try:
+            yield bed
+        finally:
+            bed.stop()
 
 
 @pytest.fixture

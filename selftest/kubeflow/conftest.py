@@ -4,13 +4,11 @@ heals it afterwards (``fault``), so tests run in any order.
 """
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 
-from runner import run_suite
+from runner import process_state, run_suite
 from testbed.cluster.procs import Supervisor
 from testbed.kubeflow.bed import KubeflowBed
 
@@ -30,25 +28,20 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
-def _sweep_dead_runs() -> None:
-    for folder in STATE_ROOT.glob("*"):
-        if folder.name.isdigit() and int(folder.name) != os.getpid() and not Path(f"/proc/{folder.name}").exists():
-            for sub in ("login", "cluster"):
-                Supervisor(folder / sub).stop_all()
-            shutil.rmtree(folder, ignore_errors=True)
+def _stop_leftovers(folder: Path) -> None:
+    for sub in ("login", "cluster"):
+        Supervisor(folder / sub).stop_all()
 
 
 @pytest.fixture(scope="session")
 def kubeflow_bed():
-    _sweep_dead_runs()
-    state = STATE_ROOT / str(os.getpid())
-    bed = KubeflowBed(state, attached=True)
-    bed.start()
-    try:
-        yield bed
-    finally:
-        bed.stop()
-        shutil.rmtree(state, ignore_errors=True)
+    with process_state(STATE_ROOT, _stop_leftovers) as state:
+        bed = KubeflowBed(state, attached=True)
+        bed.start()
+        try:
+            yield bed
+        finally:
+            bed.stop()
 
 
 class Results:

@@ -210,24 +210,22 @@ class DeviceSim:
     def cuda_fails(self, pod: client.V1Pod) -> bool:
         if (pod.metadata.annotations or {}).get(ANN_CUDA) == "fail":
             return True
+        return self._scenario("cuda") == "fail"
+
+    def _scenario(self, key: str) -> str | None:
+        """A value of the bed's scenario ConfigMap (None when the ConfigMap or key is absent)."""
         try:
             cm = self.core.read_namespaced_config_map(SCENARIO_CONFIGMAP[1], SCENARIO_CONFIGMAP[0])
         except ApiException as exc:
             if exc.status == 404:
-                return False
+                return None
             raise
-        return (cm.data or {}).get("cuda") == "fail"
+        return (cm.data or {}).get(key)
 
     def runtime_leaks_gpus(self) -> bool:
         """Scenario ConfigMap ``isolation: leak``: the container runtime shows every GPU of the
         node to a pod that asked for none (NVIDIA_VISIBLE_DEVICES=all with nvidia as default runtime)."""
-        try:
-            cm = self.core.read_namespaced_config_map(SCENARIO_CONFIGMAP[1], SCENARIO_CONFIGMAP[0])
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return (cm.data or {}).get("isolation") == "leak"
+        return self._scenario("isolation") == "leak"
 
     def allocate_and_run(self, pod: client.V1Pod, node: client.V1Node, wanted: dict[str, int],
                          runs_to_completion: bool) -> None:
