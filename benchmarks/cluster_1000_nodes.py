@@ -6,13 +6,14 @@ requests it made, read from the API server's own ``/metrics`` (``apiserver_reque
 
 Setup (not measured): a fresh control plane (testbed/cluster), N H100x8 GPU workers with the
 three MIG layouts in turn (kwok makes them Ready), then the other clients of the API server
-(controller-manager, scheduler, kwok, device simulator) are paused (SIGSTOP) so that the
-request count is the suite's alone, and the GPU Operator of the article is written as a healthy
-one looks through the API: namespace, ClusterPolicy ready, operand DaemonSets whose status says
-N of N available, and per worker the nvidia-operator-validator pod Ready and the cuda /
-device-plugin validator pods Succeeded (3N pods). (Letting the DaemonSet controller start 6N
-operand pods on a 2-core machine takes the better part of an hour; the checks read the same
-objects either way.) Goal: <= 50 requests, <= 30 s.
+(controller-manager, scheduler, kwok, device simulator, node agent) are paused (SIGSTOP) so
+that the request count is the suite's alone; the GPU Operator's chart is installed and NVIDIA's
+controller creates its DaemonSets, then it is paused too and the rest is written as a healthy
+install looks through the API: DaemonSet status N of N available, ClusterPolicy ready, and per
+worker the nvidia-operator-validator pod Ready and the cuda validator pod Succeeded (2N pods,
+from NVIDIA's manifests). (Letting the DaemonSet controller start 6N operand pods on a 2-core
+machine takes the better part of an hour; the checks read the same objects either way.)
+Goal: <= 50 requests, <= 30 s.
 """
 from __future__ import annotations
 
@@ -34,11 +35,11 @@ import yaml  # noqa: E402
 
 from testbed.cluster.controlplane import ControlPlane  # noqa: E402
 from testbed.cluster.kube import client_for  # noqa: E402
-from testbed.cluster.platform import GpuWorker, Platform, gpu_worker_node  # noqa: E402
+from testbed.cluster.platform import GpuWorker, Platform, published_node  # noqa: E402
 from testbed.cluster.waiting import wait_for  # noqa: E402
 
 LAYOUTS = (("1g", "all-1g.10gb"), ("bal", "all-balanced"), ("dis", "all-disabled"))
-PAUSED = ("kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "migmanager")
+PAUSED = ("kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "nodeagent")
 METRIC = re.compile(r'^apiserver_request_total\{([^}]*)\} (\d+(?:\.\d+)?(?:e\+\d+)?)$', re.M)
 
 
@@ -57,37 +58,51 @@ def pids(state: Path, names) -> list[int]:
     return out
 
 
-def healthy_operator(platform: Platform, core, workers) -> None:
-    """The GPU Operator's objects as a healthy install shows them (controllers paused)."""
+def healthy_operator(cp: ControlPlane, platform: Platform, core, workers, state: Path) -> list[int]:
+    """The GPU Operator as a healthy install shows it, at N nodes on 2 cores: the chart is
+    installed and NVIDIA's controller creates its DaemonSets (the DaemonSet controller is paused
+    first: 6N operand pods would take the better part of an hour), then the controller is paused
+    too and the DaemonSets' status, the ClusterPolicy's status and the validator pods (from
+    NVIDIA's own manifests) are written as N healthy workers show them. Returns the paused pids."""
     from kubernetes import client
-    from testbed.cluster.platform import NAMESPACE, OPERANDS, validator_workload_pod
+    from testbed.cluster.nodeagent import APP_VALIDATOR, WORKLOADS
+    from testbed.cluster.platform import NAMESPACE
+    from testbed.gpuoperator import binaries
+    paused = pids(state, PAUSED)
+    for pid in paused:
+        os.kill(pid, signal.SIGSTOP)
+    cp.start_gpu_operator(platform.install_operator())
     apps = client.AppsV1Api(platform.api)
-    platform.ensure_validator_pods = lambda: None  # written below, in parallel
-    platform.create_operator()
+    wait_for("the GPU Operator to create its DaemonSets",
+             lambda: len(apps.list_namespaced_daemon_set(NAMESPACE).items) >= 6, 300, interval=2)
+    paused += pids(state, ("gpu-operator",))
+    os.kill(paused[-1], signal.SIGSTOP)
     n = len(workers)
-    for name in OPERANDS:
-        gen = apps.read_namespaced_daemon_set(name, NAMESPACE).metadata.generation
-        apps.patch_namespaced_daemon_set_status(name, NAMESPACE, {"status": {
+    for ds in apps.list_namespaced_daemon_set(NAMESPACE).items:
+        apps.patch_namespaced_daemon_set_status(ds.metadata.name, NAMESPACE, {"status": {
             "desiredNumberScheduled": n, "currentNumberScheduled": n, "numberReady": n, "numberAvailable": n,
-            "updatedNumberScheduled": n, "numberMisscheduled": 0, "observedGeneration": gen}})
+            "updatedNumberScheduled": n, "numberMisscheduled": 0, "observedGeneration": ds.metadata.generation}})
+    platform.custom.patch_cluster_custom_object_status("nvidia.com", "v1", "clusterpolicies", "cluster-policy",
+                                                       {"status": {"state": "ready", "namespace": NAMESPACE}})
     now = "2026-01-01T00:00:00Z"
     ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": now}]}
-    done = {"phase": "Succeeded"}
+    template = apps.read_namespaced_daemon_set(APP_VALIDATOR, NAMESPACE, _preload_content=False).json()
+    validator = {"metadata": {"labels": {"app": APP_VALIDATOR}}, "spec": template["spec"]["template"]["spec"]}
+    cuda = yaml.safe_load((binaries.module_dir() / "validator" / WORKLOADS["cuda"][1]).read_text())
 
     def one(worker):
-        validator = validator_workload_pod("cuda", worker)
-        validator["metadata"]["name"] = f"nvidia-operator-validator-{worker.name}"
-        validator["metadata"]["labels"]["app"] = "nvidia-operator-validator"
-        cuda, plugin = validator_workload_pod("cuda", worker), validator_workload_pod("device-plugin", worker)
-        cuda["metadata"]["name"] = f"nvidia-cuda-validator-{worker.name}"  # unique at any N
-        plugin["metadata"]["name"] = f"nvidia-device-plugin-validator-{worker.name}"
-        for body, status in ((validator, ready), (cuda, done), (plugin, done)):
-            pod = core.create_namespaced_pod(NAMESPACE, body, _preload_content=False).json()
-            core.patch_namespaced_pod_status(pod["metadata"]["name"], NAMESPACE, {"status": status},
+        for name, body, status in ((f"{APP_VALIDATOR}-{worker.name}", validator, ready),
+                                   (f"nvidia-cuda-validator-{worker.name}", cuda, {"phase": "Succeeded"})):
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": name, "namespace": NAMESPACE, "labels": body["metadata"]["labels"]},
+                   "spec": {**body["spec"], "nodeName": worker.name}}
+            created = core.create_namespaced_pod(NAMESPACE, pod, _preload_content=False).json()
+            core.patch_namespaced_pod_status(created["metadata"]["name"], NAMESPACE, {"status": status},
                                              _preload_content=False)
 
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(one, workers))
+    return paused
 
 
 def main() -> int:
@@ -111,17 +126,18 @@ def main() -> int:
         from kubernetes import client
         core = client.CoreV1Api(api)
         with ThreadPoolExecutor(16) as pool:
-            list(pool.map(core.create_node, [gpu_worker_node(w) for w in workers]))
+            list(pool.map(core.create_node, [published_node(w) for w in workers]))
         print(f"setup: control plane + {n} GPU nodes created in {time.monotonic() - t0:.0f}s", flush=True)
         wait_for(f"{n} nodes Ready", lambda: sum(
             1 for x in core.list_node(_preload_content=False).json()["items"]
             for c in x["status"].get("conditions", []) if c["type"] == "Ready" and c["status"] == "True") >= n,
             600, interval=2)
-        paused = pids(args.state, PAUSED)
-        for pid in paused:
-            os.kill(pid, signal.SIGSTOP)
-        if not args.no_operands:
-            healthy_operator(platform, core, workers)
+        if args.no_operands:
+            paused = pids(args.state, PAUSED)
+            for pid in paused:
+                os.kill(pid, signal.SIGSTOP)
+        else:
+            paused = healthy_operator(cp, platform, core, workers, args.state)
             print(f"setup: GPU Operator objects of a healthy install written after {time.monotonic() - t0:.0f}s", flush=True)
 
         profile = yaml.safe_load((REPO / "profiles" / "seed-h100.yaml").read_text())

@@ -2,16 +2,21 @@
 # Included by the top Makefile, which defines VENV, PY, PYTEST and STATE.
 CLUSTER_STATE ?= $(STATE)/cluster
 
-.PHONY: cluster-bins testbed-up testbed-down testbed-status
+.PHONY: cluster-bins gpu-operator-bins testbed-up testbed-down testbed-status
 
-TEST_DEPS += cluster-bins
+TEST_DEPS += cluster-bins gpu-operator-bins
 
 # Build kube-apiserver/controller-manager/scheduler, etcd and kwok from the Go module proxy,
 # or reuse them from ${GPUCONFORM_CACHE:-~/.cache/gpuconform}/bin/<versions>/.
 cluster-bins:
 	@bash testbed/cluster/build.sh
 
-testbed-up: venv cluster-bins
+# Build NVIDIA's GPU Operator controller and Helm (testbed/gpuoperator), or reuse them; the
+# operator module's chart and assets are kept beside them.
+gpu-operator-bins:
+	@bash testbed/gpuoperator/build.sh
+
+testbed-up: venv cluster-bins gpu-operator-bins
 	$(PY) -m testbed.cluster up --state $(CLUSTER_STATE)
 
 testbed-down:

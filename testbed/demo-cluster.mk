@@ -6,7 +6,7 @@ DEMO_CLUSTER_STATE ?= $(STATE)/demo-cluster
 
 .PHONY: demo-cluster
 
-demo-cluster: deps cluster-bins
+demo-cluster: deps cluster-bins gpu-operator-bins
 	$(PY) -m testbed.cluster up --state $(DEMO_CLUSTER_STATE)
 	trap '$(PY) -m testbed.cluster down --state $(DEMO_CLUSTER_STATE)' EXIT; \
 	  $(PY) -m pytest -m cluster --profile=profiles/seed-h100.yaml \

@@ -8,6 +8,7 @@ profile nor imports the checks. Modules:
 * ``facts``     -- a read-only snapshot, one list call per kind, fetched on first use;
 * ``pods``      -- pod states (ready, terminal, image pull, crash) and one-line descriptions;
 * ``migconfig`` -- relabel nvidia.com/mig.config and follow the MIG manager (disruptive check);
+* ``miglayout`` -- a node's expected allocatable from the cluster's own mig-parted ConfigMap;
 * ``waiting``   -- the one wait helper: watch with a deadline, tenacity for transient errors;
 * ``namespace`` -- the run's labelled, prefixed, Pod-Security-restricted namespace and its cleanup;
 * ``workloads`` -- pods from ``manifests/`` run to completion, diagnostics captured before deletion;

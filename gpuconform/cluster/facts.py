@@ -10,10 +10,13 @@ import functools
 import threading
 from typing import Callable
 
+from gpuconform.cluster import operator
 from gpuconform.cluster.connect import Cluster, wait_reachable
 from gpuconform.cluster.errors import ClusterError
+from gpuconform.mig import parted
 
-VALIDATOR_APPS = ("nvidia-operator-validator", "nvidia-cuda-validator", "nvidia-device-plugin-validator")
+MIG_PARTED_KEY = "config.yaml"
+VALIDATOR_APPS = (operator.VALIDATOR_DAEMONSET, *operator.WORKLOAD_VALIDATORS.values())
 
 
 def once(fn: Callable) -> Callable:
@@ -98,11 +101,38 @@ class ClusterFacts:
                                     what="listing GPU Operator ClusterPolicies")
         return None if doc is None else tuple(doc.get("items", []))
 
+    def cluster_policy(self, name: str) -> dict | None:
+        """The ClusterPolicy ``name``, or None (also when the CRD is not installed)."""
+        return next((p for p in self.cluster_policies() or () if p["metadata"]["name"] == name), None)
+
+    @once
+    def mig_parted_configs(self, configmap: str) -> dict[str, tuple[parted.Entry, ...]]:
+        """The named configs of mig-parted's ConfigMap ``configmap`` in the operator's namespace,
+        key ``config.yaml`` (the file the MIG manager reads: gpu-operator
+        assets/state-mig-manager/0600_daemonset.yaml, MIG_PARTED_CONFIG_FILE). Missing or not a
+        config mig-parted accepts: ClusterError (could not check), never a fallback."""
+        where = f"ConfigMap {self.operator_namespace}/{configmap}"
+        cm = self.cluster.get_json(f"/api/v1/namespaces/{self.operator_namespace}/configmaps/{configmap}",
+                                   missing_ok=True, what=f"reading {where}")
+        if cm is None:
+            raise ClusterError(f"{where} (mig-parted config, ClusterPolicy spec.migManager.config.name) not found")
+        text = (cm.get("data") or {}).get(MIG_PARTED_KEY)
+        if text is None:
+            keys = ", ".join(cm.get("data") or {}) or "none"
+            raise ClusterError(f"{where} has no key {MIG_PARTED_KEY} (keys: {keys})")
+        try:
+            return parted.parse(text)
+        except parted.MigPartedError as exc:
+            raise ClusterError(f"{where} key {MIG_PARTED_KEY}: {exc}") from None
+
     @once
     def daemonsets(self) -> tuple[dict, ...]:
         doc = self.cluster.get_json(f"/apis/apps/v1/namespaces/{self.operator_namespace}/daemonsets",
                                     what=f"listing DaemonSets in {self.operator_namespace}")
         return tuple(doc.get("items", []))
+
+    def daemonset(self, name: str) -> dict | None:
+        return next((d for d in self.daemonsets() if d["metadata"]["name"] == name), None)
 
     @once
     def validator_pods(self) -> tuple[dict, ...]:
@@ -122,7 +152,7 @@ class ClusterFacts:
     def operator_version(self) -> str | None:
         """The GPU Operator release, from its validator's image tag (``gpu-operator:v25.10.0``)."""
         try:
-            ds = next((d for d in self.daemonsets() if d["metadata"]["name"] == "nvidia-operator-validator"), None)
+            ds = self.daemonset(operator.VALIDATOR_DAEMONSET)
         except ClusterError:
             return None
         containers = ((((ds or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("containers") or []

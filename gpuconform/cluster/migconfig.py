@@ -1,11 +1,12 @@
 """Change a node's MIG layout the way an operator does -- relabel ``nvidia.com/mig.config`` --
 and follow NVIDIA's MIG manager through ``nvidia.com/mig.config.state`` (pending -> success or
-failed), then put the original back. The original value is also written on the node
-(annotation ``gpuconform.io/restore-mig-config``) so that the sweeper can restore it after an
-interrupted run."""
+failed), wait for allocatable to follow, then put the original back. The original value is
+also written on the node (annotation ``gpuconform.io/restore-mig-config``) so that the sweeper
+can restore it after an interrupted run."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Callable
 
 from gpuconform.cluster import nodes
@@ -39,19 +40,17 @@ def restore(cluster: Cluster, node: str) -> str | None:
 
 def apply(cluster: Cluster, node: str, config: str, *, restore_to: str | None, timeout: float,
           expected_allocatable: Callable[[str], dict[str, int]]) -> Step:
-    """Relabel, watch the state go pending -> success, compare allocatable with the catalog."""
+    """Relabel, watch the state go pending -> success, then keep watching until allocatable is
+    what the cluster's mig-parted config gives (all within ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    want = expected_allocatable(config)  # before relabelling: a config that cannot be told changes nothing
     written = _patch(cluster, node, config, restore_to)
     states: list[str] = [nodes.labels(written).get(nodes.LABEL_MIG_STATE, "<unset>")]
 
     def applied(obj: dict | None):
-        if obj is None:
-            raise Stop(f"node {node} disappeared")
-        lab = nodes.labels(obj)
-        state = lab.get(nodes.LABEL_MIG_STATE, "<unset>")
+        state = _still_ours(obj, node, config)
         if not states or states[-1] != state:
             states.append(state)
-        if lab.get(nodes.LABEL_MIG_CONFIG) != config:
-            raise Stop(f"someone else relabelled {node} to {lab.get(nodes.LABEL_MIG_CONFIG)}")
         if "pending" in states and state == "success":
             return obj
         if "pending" in states and state == "failed":
@@ -69,11 +68,47 @@ def apply(cluster: Cluster, node: str, config: str, *, restore_to: str | None, t
         return Step(config, states, {}, f"{exc} (states seen {' -> '.join(states)})")
     except WaitTimeout as exc:
         return Step(config, states, {}, str(exc))
-    got, want = nodes.gpu_allocatable(obj), expected_allocatable(config)
-    problem = None
-    if got != want:
-        problem = f"after {config}: allocatable {got or 'none'}, the MIG catalog says {want}"
+    got, problem = converged_allocatable(cluster, node, config, obj, want, deadline - time.monotonic())
     return Step(config, states, got, problem)
+
+
+def _still_ours(obj: dict | None, node: str, config: str) -> str:
+    """The node's mig.config.state; Stop when the node is gone or carries another config."""
+    if obj is None:
+        raise Stop(f"node {node} disappeared")
+    lab = nodes.labels(obj)
+    if lab.get(nodes.LABEL_MIG_CONFIG) != config:
+        raise Stop(f"someone else relabelled {node} to {lab.get(nodes.LABEL_MIG_CONFIG)}")
+    return lab.get(nodes.LABEL_MIG_STATE, "<unset>")
+
+
+def converged_allocatable(cluster: Cluster, node: str, config: str, success: dict, want: dict[str, int],
+                          timeout: float) -> tuple[dict[str, int], str | None]:
+    """(last allocatable seen, problem or None): after ``success`` (the node as it was when
+    mig.config.state=success appeared), watch until its allocatable equals ``want``. NVIDIA's
+    MIG manager sets success right after re-enabling the device plugin's deploy label, without
+    waiting for it: the plugin pod starts and republishes allocatable seconds later
+    (NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go, Run)."""
+    seen = [nodes.gpu_allocatable(success)]
+    if seen[-1] == want:
+        return seen[-1], None
+
+    def converged(obj: dict | None):
+        if _still_ours(obj, node, config) == "failed":
+            raise Stop(f"mig.config.state went to failed for {config} after success")
+        seen.append(nodes.gpu_allocatable(obj))
+        return obj if seen[-1] == want else None
+
+    try:
+        watch_one(cluster, f"{node} allocatable of {config} after {nodes.LABEL_MIG_STATE}=success",
+                  "/api/v1/nodes", name=node, timeout=max(timeout, 0.001), condition=converged,
+                  describe=lambda obj: f"allocatable {seen[-1] or 'none'}, expected {want}", since=success)
+    except Stop as exc:
+        return seen[-1], f"{exc}; allocatable {seen[-1] or 'none'}, expected {want}"
+    except WaitTimeout as exc:
+        return seen[-1], (f"after {config}: mig.config.state=success but allocatable did not converge to the "
+                          f"mig-parted config: {exc}")
+    return seen[-1], None
 
 
 def round_trip(cluster: Cluster, node: str, to: str, *, timeout: float, cleanup: Cleanup,

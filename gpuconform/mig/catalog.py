@@ -1,8 +1,10 @@
 """MIG profiles per GPU model, the named mig-parted configs, and what the device plugin advertises.
 
-Expected MIG counts must come from here, never from a hand-written table: the article's own
-arithmetic was wrong (one H100 80GB gives at most 7x1g.10gb, 3x2g.20gb, 2x3g.40gb, 1x4g.40gb,
-1x7g.80gb). Sources:
+The cluster checks take expected counts from the cluster's own mig-parted config
+(``gpuconform/cluster/miglayout.py``); this catalog is their cross-check
+(``cluster.mig.catalog_agrees``) and the report's reference; no count is written by hand
+elsewhere: the article's own arithmetic was wrong (one H100 80GB gives at most 7x1g.10gb,
+3x2g.20gb, 2x3g.40gb, 1x4g.40gb, 1x7g.80gb). Sources:
 
 * H100 80GB HBM3 and H200 141GB: ``nvidia-smi mig -lgip`` / ``-lgipp`` captures (profile id,
   instances, memory GiB, SMs, placements), the H200 one from a real host on driver 580.159.04.
@@ -75,7 +77,11 @@ class GpuModel:
     smi_name: str              #: name ``nvidia-smi -L`` prints, e.g. ``NVIDIA H100 80GB HBM3``
     product: str               #: GFD ``nvidia.com/gpu.product`` label value
     product_aliases: tuple[str, ...]  #: other product label values of the same MIG geometry
-    device_ids: tuple[str, ...]  #: PCI ids as mig-parted ``device-filter`` writes them
+    #: PCI ids (device+vendor) as mig-parted's ``device-filter`` writes them: the ids the GPU
+    #: Operator's default-mig-parted-config lists for this model's group in all-balanced
+    #: (gpu-operator assets/state-mig-manager/0400_configmap.yaml); how a node's product label
+    #: is matched to its mig-parted config entries
+    device_ids: tuple[str, ...]
     memory_mib: int            #: GFD ``nvidia.com/gpu.memory``
     family: str                #: GFD ``nvidia.com/gpu.family``
     profiles: tuple[MigProfile, ...]
@@ -264,9 +270,22 @@ def placement_fits(model: ModelRef, devices: Mapping[str, int]) -> bool:
     return place(0, frozenset())
 
 
-def mixed_strategy_resources(model: ModelRef, gpu_count: int, config_name: str) -> dict[str, int]:
+def layout_resources(per_gpu: Iterable[MigConfig]) -> dict[str, int]:
     """Allocatable extended resources the device plugin advertises, mixed strategy, for a node
-    whose ``gpu_count`` GPUs all carry ``config_name``. Zero counts are left out.
+    whose GPUs carry ``per_gpu`` (one :class:`MigConfig` per GPU): ``nvidia.com/gpu`` per GPU
+    with MIG off, ``nvidia.com/mig-<profile>`` per MIG device. Zero counts are left out."""
+    total: Counter = Counter()
+    for gpu in per_gpu:
+        if not gpu.mig_enabled:
+            total[RESOURCE_GPU] += 1
+        for profile, n in gpu.devices.items():
+            total[mig_resource_name(profile)] += n
+    return {res: n for res, n in sorted(total.items()) if n}
+
+
+def mixed_strategy_resources(model: ModelRef, gpu_count: int, config_name: str) -> dict[str, int]:
+    """:func:`layout_resources` of a node whose ``gpu_count`` GPUs all carry the catalog's
+    ``config_name``.
 
     >>> mixed_strategy_resources("H100-80GB", 8, "all-1g.10gb")
     {'nvidia.com/mig-1g.10gb': 56}
@@ -275,11 +294,7 @@ def mixed_strategy_resources(model: ModelRef, gpu_count: int, config_name: str) 
     """
     if gpu_count < 0:
         raise ValueError(f"gpu_count must be >= 0, got {gpu_count}")
-    cfg = mig_config(model, config_name)
-    if not cfg.mig_enabled:
-        return {RESOURCE_GPU: gpu_count} if gpu_count else {}
-    per_gpu = Counter({mig_resource_name(p): n for p, n in cfg.devices.items() if n})
-    return {res: n * gpu_count for res, n in sorted(per_gpu.items()) if n * gpu_count}
+    return layout_resources([mig_config(model, config_name)] * gpu_count)
 
 
 def mig_count_labels(model: ModelRef, gpu_count: int, config_name: str) -> dict[str, str]:

@@ -5,10 +5,9 @@ import re
 
 from kubernetes import client
 
-from gpuconform.mig import mixed_strategy_resources
 from testbed.cluster import binaries
 from testbed.cluster.kube import watch_pod_until
-from testbed.cluster.platform import ARTICLE_WORKERS, NAMESPACE, OPERANDS
+from testbed.cluster.platform import ARTICLE_WORKERS, NAMESPACE
 from testbed.cluster.waiting import wait_for
 
 VECTORADD_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04"
@@ -45,22 +44,58 @@ def test_version_is_the_built_one(cluster_bed):
     assert version.git_version == binaries.versions()["K8S_VERSION"], version
 
 
-def test_gpu_workers_advertise_the_catalog_resources(core_v1):
+#: what the device plugin advertises per worker: NVIDIA's default-mig-parted-config on an H100
+#: (all-1g.10gb: 7 per GPU; all-balanced for device 0x2330: 2x1g.10gb + 1x2g.20gb + 1x3g.40gb)
+#: under the mixed strategy, times 8 GPUs -- numbers from NVIDIA's data, not from the suite
+ADVERTISED = {
+    "gpu-worker-1": {"nvidia.com/mig-1g.10gb": 56},
+    "gpu-worker-2": {"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8, "nvidia.com/mig-3g.40gb": 8},
+    "gpu-worker-3": {"nvidia.com/gpu": 8},
+}
+#: the operand DaemonSets the operator creates from its assets for the article's values
+#: (driver, vGPU, VFIO, sandbox, node-status-exporter, dcgm off; assets/*/0500_daemonset.yaml)
+OPERANDS = {"gpu-feature-discovery", "nvidia-container-toolkit-daemonset", "nvidia-dcgm-exporter",
+            "nvidia-device-plugin-daemonset", "nvidia-mig-manager", "nvidia-operator-validator"}
+
+
+def test_gpu_workers_advertise_nvidia_layouts(core_v1):
     nodes = {n.metadata.name: n for n in core_v1.list_node().items}
     for w in ARTICLE_WORKERS:
-        advertised = {k: int(v) for k, v in nodes[w.name].status.allocatable.items() if k.startswith("nvidia.com/")}
-        assert advertised == mixed_strategy_resources(w.model, w.gpu_count, w.mig_config), w.name
+        advertised = {k: int(v) for k, v in nodes[w.name].status.allocatable.items()
+                      if k.startswith("nvidia.com/") and v != "0"}
+        assert advertised == ADVERTISED[w.name], w.name
+        assert nodes[w.name].metadata.labels["nvidia.com/mig.config.state"] == "success"
 
 
-def test_gpu_operator_is_deployed_and_ready(cluster_bed):
+def test_real_gpu_operator_reconciled_the_cluster(cluster_bed):
+    """The ClusterPolicy comes from the chart, its DaemonSets and status from the controller."""
     apps = client.AppsV1Api(cluster_bed.api)
     ready = {ds.metadata.name: (ds.status.number_ready, ds.status.desired_number_scheduled)
              for ds in apps.list_namespaced_daemon_set(NAMESPACE).items}
-    assert ready == {name: (3, 3) for name in OPERANDS}
-    cp = client.CustomObjectsApi(cluster_bed.api).get_cluster_custom_object(
-        "nvidia.com", "v1", "clusterpolicies", "cluster-policy")
-    assert cp["status"]["state"] == "ready"
+    # the MPS control daemon exists but runs nowhere: no node is labelled for MPS sharing
+    assert ready == {**{name: (3, 3) for name in OPERANDS}, "nvidia-device-plugin-mps-control-daemon": (0, 0)}
+    owners = {ds.metadata.name: [r.kind for r in ds.metadata.owner_references or []]
+              for ds in apps.list_namespaced_daemon_set(NAMESPACE).items}
+    assert all(kinds == ["ClusterPolicy"] for kinds in owners.values()), owners
+    cp = cluster_bed.platform.cluster_policy()
+    assert cp["status"]["state"] == "ready" and cp["status"]["namespace"] == NAMESPACE
+    writers = {f["manager"] for f in cp["metadata"]["managedFields"] if f.get("subresource") == "status"}
+    assert writers == {"gpu-operator"}, writers
     assert cp["spec"]["driver"]["enabled"] is False and cp["spec"]["mig"]["strategy"] == "mixed"
+    assert "enabled" not in cp["spec"]["sandboxDevicePlugin"]   # the chart writes it only when true
+    cm = client.CoreV1Api(cluster_bed.api).read_namespaced_config_map("default-mig-parted-config", NAMESPACE)
+    assert "all-balanced" in cm.data["config.yaml"]
+    assert "gpu-operator" in cluster_bed.running_processes()
+
+
+def test_validator_pods_follow_with_workload(core_v1):
+    """The cuda validation runs a workload pod on every worker; the plugin validation does not
+    (WITH_WORKLOAD=false in the operator's validator DaemonSet)."""
+    pods = core_v1.list_namespaced_pod(NAMESPACE).items
+    cuda = {p.spec.node_name for p in pods if p.metadata.labels.get("app") == "nvidia-cuda-validator"
+            and p.status.phase == "Succeeded"}
+    plugin = [p.metadata.name for p in pods if p.metadata.labels.get("app") == "nvidia-device-plugin-validator"]
+    assert cuda == {w.name for w in ARTICLE_WORKERS} and plugin == []
 
 
 def test_mig_pods_only_land_where_the_slice_exists(core_v1, test_namespace):
@@ -151,3 +186,30 @@ def test_failing_vectoradd_with_restart_on_failure_crash_loops(core_v1, test_nam
     status = pod.status.container_statuses[0]
     assert (pod.status.phase, status.ready, status.last_state.terminated.exit_code) == ("Running", False, 1)
     assert "Failed to allocate device vector A" in core_v1.read_namespaced_pod_log("cuda-vectoradd", test_namespace)
+
+
+def test_mig_manager_reports_success_before_the_device_plugin_republishes(cluster_bed, core_v1):
+    """NVIDIA's order (mig-parted reconfigure.go): pending, GPU clients paused, repartition,
+    clients restored, then ``success`` -- the restarted device plugin advertises the new slices
+    only afterwards, so a reader of ``success`` alone sees the old allocatable."""
+    from kubernetes import watch
+    seen: list[tuple[str, dict]] = []
+    want = ADVERTISED["gpu-worker-1"]
+    rv = core_v1.read_node("gpu-worker-3").metadata.resource_version
+    core_v1.patch_node("gpu-worker-3", {"metadata": {"labels": {"nvidia.com/mig.config": "all-1g.10gb"}}})
+    try:
+        for event in watch.Watch().stream(core_v1.list_node, field_selector="metadata.name=gpu-worker-3",
+                                          resource_version=rv, timeout_seconds=120):
+            node = event["object"]
+            alloc = {k: int(v) for k, v in (node.status.allocatable or {}).items()
+                     if k.startswith("nvidia.com/") and v != "0"}
+            seen.append((node.metadata.labels.get("nvidia.com/mig.config.state"), alloc))
+            if alloc == want:
+                break
+    finally:
+        core_v1.patch_node("gpu-worker-3", {"metadata": {"labels": {"nvidia.com/mig.config": "all-disabled"}}})
+        cluster_bed.reset()
+    states = [s for s, _ in seen]
+    assert "pending" in states and seen[-1] == ("success", want), seen
+    first_success = states.index("success", states.index("pending"))
+    assert seen[first_success][1] != want, seen   # success came first, the slices after

@@ -1,4 +1,6 @@
-"""Each fault scenario shows through the API exactly as the cluster checks will see it."""
+"""Each fault scenario shows through the API exactly as the cluster checks will see it -- made
+where it arises (a node, its hardware, the admin's labels) and carried by the real controllers:
+the GPU Operator itself turns a crash-looping operand into ClusterPolicy ``notReady``."""
 from __future__ import annotations
 
 import pytest
@@ -31,7 +33,7 @@ def _validator_init_waiting(bed):
 EXPECTED = {
     "clusterpolicy-notready": lambda bed, core: client.CustomObjectsApi(bed.api).get_cluster_custom_object(
         "nvidia.com", "v1", "clusterpolicies", "cluster-policy")["status"]["state"] == "notReady",
-    "operand-daemonset-short": lambda bed, core: _ds(bed, "nvidia-device-plugin-daemonset") == (2, 3),
+    "operand-daemonset-short": lambda bed, core: _ds(bed, "nvidia-dcgm-exporter") == (2, 3),
     "operand-daemonset-unscheduled": lambda bed, core: _ds(bed, "nvidia-device-plugin-daemonset") == (2, 2),
     "validator-failing": lambda bed, core: any("last insn is not an exit or jmp" in m
                                                for m in _validator_init_waiting(bed)),

@@ -1,9 +1,9 @@
 """The cluster checks (tests/cluster) run for real against the simulated cluster
-(testbed/cluster): a real API server, scheduler and controllers with KWOK GPU workers, plus the
-bed's MIG manager for the disruptive check.
+(testbed/cluster): a real API server, scheduler and controllers with KWOK GPU workers, NVIDIA's
+GPU Operator controller, and the simulated operands (MIG manager, device plugin: nodeagent.py).
 
 Fixtures:
-* ``platform`` -- the running :class:`~testbed.cluster.bed.TestBed` with its MIG manager (session).
+* ``platform`` -- the running :class:`~testbed.cluster.bed.TestBed` (session).
   One control plane at a time on a small machine: it is the one of selftest/cluster (same state
   folder) when that one runs already, else it starts it;
 * ``run_cluster`` -- runs ``pytest -m cluster`` against it in a subprocess and returns the
@@ -12,22 +12,18 @@ Fixtures:
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from cluster_harness import PROFILE, STATE, by_check
-from runner import REPO, run_suite
+from runner import run_suite
 from testbed.cluster.bed import TestBed
 from testbed.cluster.controlplane import ControlPlane
 from testbed.cluster.kube import client_for
 from testbed.cluster.platform import Platform
 from testbed.cluster.scenarios import Scenarios
-from testbed.cluster.waiting import wait_for
 
 
 def _attach(bed: TestBed) -> TestBed:
@@ -47,25 +43,9 @@ def platform():
     else:
         _attach(bed)
         bed.reset()
-    # the bed runs the MIG manager (testbed/cluster/migmanager.py); a bed started by an older
-    # checkout may not: then it runs here, for this session
-    migmanager = None
-    bed.migmanager_log = STATE / "logs" / "migmanager.log"
-    if "migmanager" not in bed.running_processes():
-        bed.migmanager_log = STATE / "logs" / "migmanager-selftest.log"
-        log = open(bed.migmanager_log, "wb")
-        migmanager = subprocess.Popen(
-            [sys.executable, "-m", "testbed.cluster.migmanager", f"--kubeconfig={bed.kubeconfig}"],
-            cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
-        wait_for("the MIG manager to watch the nodes", lambda: (migmanager is None or migmanager.poll() is None)
-                 and b"watching" in bed.migmanager_log.read_bytes(), 120)
         yield bed
     finally:
-        if migmanager is not None:
-            migmanager.terminate()
-            migmanager.wait(10)
-            log.close()
         if owned:
             bed.stop()
 

@@ -1,15 +1,15 @@
-"""Opt-in MIG reconfiguration against the bed's MIG manager: relabel, pending -> success,
-allocatable follows the catalog, and back; a MIG manager that fails makes the check fail with
-the state it reached, and the original config is put back."""
+"""Opt-in MIG reconfiguration against the bed's MIG manager, which follows NVIDIA's order
+(mig-parted reconfigure.go): relabel, pending -> success, and only then the restarted device
+plugin republishes allocatable; the check waits for it and goes back. A MIG manager that fails
+(a process holds a GPU) makes the check fail with the state it reached, and the original config
+is put back."""
 from __future__ import annotations
 
 import pytest
 from kubernetes import client
 
 from gpuconform.cluster.namespace import RESTORE_MIG_CONFIG
-from testbed.cluster.waiting import wait_for
-
-ANN_FAIL = "testbed.gpuconform.io/simulate-mig"
+from testbed.cluster.nodeagent import ANN_IN_USE
 
 
 def _node(platform, name="gpu-worker-1"):
@@ -36,7 +36,7 @@ def test_reconfigure_round_trip_passes(platform, run_cluster, profile):
 
 def test_failing_mig_manager_fails_the_check(platform, run_cluster, profile):
     core = client.CoreV1Api(platform.api)
-    core.patch_node("gpu-worker-1", {"metadata": {"annotations": {ANN_FAIL: "fail"}}})
+    core.patch_node("gpu-worker-1", {"metadata": {"annotations": {ANN_IN_USE: "pid 4242 holds /dev/nvidia0"}}})
     try:
         proc, results = run_cluster("-m", "cluster and disruptive", profile=profile)
         r = results[("cluster.mig.reconfigure", None)]
@@ -46,8 +46,6 @@ def test_failing_mig_manager_fails_the_check(platform, run_cluster, profile):
         node = _node(platform)
         assert node.metadata.labels["nvidia.com/mig.config"] == "all-1g.10gb"  # put back by the cleanup
         assert RESTORE_MIG_CONFIG not in (node.metadata.annotations or {})
-    finally:  # let the MIG manager finish its (failing) restore before the bed is reset
-        wait_for("the MIG manager to give up the restore",
-                 lambda: b"gpu-worker-1: all-1g.10gb failed" in platform.migmanager_log.read_bytes(), 30)
-        core.patch_node("gpu-worker-1", {"metadata": {"annotations": {ANN_FAIL: None}}})
+    finally:
+        core.patch_node("gpu-worker-1", {"metadata": {"annotations": {ANN_IN_USE: None}}})
         platform.reset()

@@ -1,5 +1,6 @@
 """Each fault scenario of the simulated cluster makes its check fail with a message naming the
-cause -- and, within the checks run, nothing else fails that the fault does not explain."""
+cause -- in the real GPU Operator's own words where it reports the fault -- and, within the
+checks run, nothing else fails that the fault does not explain."""
 from __future__ import annotations
 
 import pytest
@@ -7,17 +8,23 @@ import pytest
 BLOCKED_BY_POLICY = "blocked by cluster.operator.clusterpolicy_ready"
 
 #: scenario -> (-k selection, {(check_id, param): (verdict, [text the message must hold])})
+POLICY_NOT_READY = ("cluster.operator.clusterpolicy_ready", None)
+
+#: scenario -> (-k selection, {(check_id, param): (verdict, [text the message must hold])})
 CASES = {
     "clusterpolicy-notready": ("test_gpu_operator or test_workloads", {
-        ("cluster.operator.clusterpolicy_ready", None): ("fail", ["state is 'notReady'", "state-device-plugin"]),
+        POLICY_NOT_READY: ("fail", ["state is 'notReady'", "states not ready: [state-device-plugin]"]),
+        ("cluster.operator.operand", "nvidia-device-plugin-daemonset"): (
+            "fail", ["2 of 3 available", "gpu-worker-2", "CrashLoopBackOff"]),
         ("cluster.workload.vectoradd_gpu", None): ("blocked", [BLOCKED_BY_POLICY]),
         ("cluster.mig.vectoradd", "nvidia.com/mig-1g.10gb"): ("blocked", [BLOCKED_BY_POLICY]),
-        ("cluster.mig.exhaustion", "nvidia.com/mig-3g.40gb"): ("blocked", [BLOCKED_BY_POLICY]),
+        ("cluster.mig.exhaustion", "nvidia.com/mig-1g.10gb"): ("blocked", [BLOCKED_BY_POLICY]),
         ("cluster.workload.isolation", None): ("blocked", [BLOCKED_BY_POLICY]),
     }),
     "operand-daemonset-short": ("test_gpu_operator", {
-        ("cluster.operator.operand", "nvidia-device-plugin-daemonset"): (
+        ("cluster.operator.operand", "nvidia-dcgm-exporter"): (
             "fail", ["2 of 3 available", "gpu-worker-2", "CrashLoopBackOff"]),
+        POLICY_NOT_READY: ("fail", ["states not ready: [state-dcgm-exporter]"]),
     }),
     "operand-daemonset-unscheduled": ("test_gpu_operator", {
         ("cluster.operator.operand", "nvidia-device-plugin-daemonset"): (
@@ -27,6 +34,7 @@ CASES = {
         ("cluster.operator.validation", None): (
             "fail", ["gpu-worker-1", "driver-validation waiting RunContainerError", "last insn is not an exit or jmp"]),
         ("cluster.operator.operand", "nvidia-operator-validator"): ("fail", ["gpu-worker-1", "RunContainerError"]),
+        POLICY_NOT_READY: ("fail", ["states not ready: [state-operator-validation]"]),
     }),
     "mig-config-failed": ("test_gpu_nodes", {
         ("cluster.mig.config_state", "gpu-worker-2"): ("fail", ["nvidia.com/mig.config.state='failed'", "all-balanced"]),
@@ -34,7 +42,8 @@ CASES = {
     }),
     "allocatable-mismatch": ("test_gpu_nodes", {
         ("cluster.mig.allocatable", "gpu-worker-1"): (
-            "fail", ["H100-80GB x 8 x all-1g.10gb", "nvidia.com/mig-1g.10gb 49 (expected 56)"]),
+            "fail", ["mig-parted config all-1g.10gb (ConfigMap gpu-operator/default-mig-parted-config)",
+                     "nvidia.com/mig-1g.10gb 49 (expected 56)"]),
     }),
     "vectoradd-failing": ("test_workloads", {
         ("cluster.workload.vectoradd_gpu", None): ("fail", ["ended Failed", "Failed to allocate device vector A"]),

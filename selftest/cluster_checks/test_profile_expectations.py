@@ -1,13 +1,15 @@
 """What the profile declares is what is checked: a profile that differs from the cluster
-(ClusterPolicy values, validator env, toleration, MIG assignment, version range, product,
-number of workers) fails those checks, each naming the value found and the one expected."""
+(ClusterPolicy values, by the operator's effective value; validator env, toleration, MIG
+assignment, version range, product, number of workers) fails those checks, each naming the value
+found and the one expected."""
 from __future__ import annotations
 
 
 def test_profile_differences_fail_by_name(run_cluster, profile_with):
     profile = profile_with({"cluster": {
         "server_version": {"min": "1.29", "max": "1.31"},
-        "gpu_operator": {"spec": {"mig.strategy": "single", "driver.enabled": False},
+        "gpu_operator": {"spec": {"mig.strategy": "single", "driver.enabled": False,
+                                  "sandboxDevicePlugin.enabled": True},
                          "validator_driver_env": {"DISABLE_DEV_CHAR_SYMLINK_CREATION": "false"},
                          "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoExecute"}]},
         "gpu_workers": {"min_count": 4,
@@ -20,6 +22,9 @@ def test_profile_differences_fail_by_name(run_cluster, profile_with):
         ("cluster.api.version", None): "Kubernetes v1.35.8, expected >= 1.29, <= 1.31",
         ("cluster.nodes.gpu_workers", None): "3 node(s) match nvidia.com/gpu.present=true (gpu-worker-1, gpu-worker-2, gpu-worker-3), expected at least 4",
         ("cluster.operator.spec", "mig.strategy"): "spec.mig.strategy is 'mixed', expected 'single'",
+        # the chart leaves it out when false: compared by the operator's default, not as "unset"
+        ("cluster.operator.spec", "sandboxDevicePlugin.enabled"):
+            "spec.sandboxDevicePlugin.enabled is unset (the operator's default: False), expected True",
         ("cluster.operator.validator_env", "DISABLE_DEV_CHAR_SYMLINK_CREATION"): "is 'true', expected 'false'",
         ("cluster.operator.toleration", "nvidia.com/gpu Exists NoExecute"): "spec.daemonsets.tolerations lacks nvidia.com/gpu Exists NoExecute",
         ("cluster.mig.config_label", "gpu-worker-1"): "nvidia.com/mig.config='all-1g.10gb', expected 'all-balanced'",
@@ -30,6 +35,7 @@ def test_profile_differences_fail_by_name(run_cluster, profile_with):
     others = {k: r["message"] for k, r in results.items() if k not in expected and r["verdict"] == "fail"}
     assert not others, others
     assert results[("cluster.operator.spec", "driver.enabled")]["verdict"] == "pass"
+    assert results[("cluster.operator.spec", "vfioManager.enabled")]["verdict"] == "pass"
 
 
 def test_unknown_gpu_product_cannot_be_checked(run_cluster, profile_with):

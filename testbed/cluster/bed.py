@@ -21,9 +21,11 @@ class TestBed:
     __test__ = False  # not a pytest test class
 
     def __init__(self, state_dir: Path | str = DEFAULT_STATE, *, attached: bool = True,
-                 allow_build: bool = True, workers=ARTICLE_WORKERS, control_plane=CONTROL_PLANE_NODES):
+                 allow_build: bool = True, workers=ARTICLE_WORKERS, control_plane=CONTROL_PLANE_NODES,
+                 values: dict | None = None):
+        """``values``: Helm values over the article's (testbed/gpuoperator/operator.py)."""
         self.control_plane = ControlPlane(state_dir, attached=attached, allow_build=allow_build)
-        self._workers, self._cp_nodes = workers, control_plane
+        self._workers, self._cp_nodes, self._values = workers, control_plane, values
         self.api = None
         self.platform: Platform | None = None
         self.scenarios: Scenarios | None = None
@@ -34,10 +36,12 @@ class TestBed:
         self.control_plane.start(timeout=timeout)
         try:
             self.api = client_for(self.kubeconfig)
-            self.platform = Platform(self.api, self._workers, self._cp_nodes)
+            self.platform = Platform(self.api, self._workers, self._cp_nodes, values=self._values)
             self.scenarios = Scenarios(self.platform)
             if layout:
-                self.platform.create(timeout=max(30.0, timeout - (time.monotonic() - t0)))
+                self.platform.create_nodes()
+                self.control_plane.start_gpu_operator(self.platform.install_operator())
+                self.platform.wait_healthy(max(30.0, timeout - (time.monotonic() - t0)))
         except BaseException:
             self.stop()
             raise

@@ -17,7 +17,7 @@ from kubernetes import client  # noqa: E402
 
 from testbed.cluster.controlplane import REPO, ControlPlane  # noqa: E402
 from testbed.cluster.kube import client_for  # noqa: E402
-from testbed.cluster.platform import GpuWorker, gpu_worker_node  # noqa: E402
+from testbed.cluster.platform import GpuWorker, published_node  # noqa: E402
 from testbed.cluster.waiting import wait_for  # noqa: E402
 
 CONFIGS = ("all-1g.10gb", "all-balanced", "all-disabled")
@@ -37,7 +37,7 @@ def main() -> int:
         api = client_for(cp.kubeconfig)
         api.configuration.connection_pool_maxsize = args.workers
         core = client.CoreV1Api(api)
-        nodes = [gpu_worker_node(GpuWorker(f"bench-gpu-{i:04d}", CONFIGS[i % 3])) for i in range(args.nodes)]
+        nodes = [published_node(GpuWorker(f"bench-gpu-{i:04d}", CONFIGS[i % 3])) for i in range(args.nodes)]
 
         t1 = time.monotonic()
         with ThreadPoolExecutor(args.workers) as pool:

@@ -19,6 +19,7 @@ import urllib.request
 from pathlib import Path
 
 from testbed.cluster import binaries
+from testbed.gpuoperator import binaries as gpuop_binaries
 from testbed.cluster.pki import PKI, kubeconfig
 from testbed.cluster.procs import Supervisor
 from testbed.cluster.waiting import GiveUp, wait_for
@@ -169,11 +170,11 @@ class ControlPlane:
         self._wait_http("kube-apiserver", f"{self.server}/readyz", left(), expect=b"ok", tls_client=True)
         self.timings["apiserver"] = timeout - left()
 
-        # CRDs the rest needs before starting (kwok's Logs, the GPU Operator's ClusterPolicy) ---
+        # the CRD kwok needs before starting (its Logs) ----------------------------------------
         from testbed.cluster import kube  # the kubernetes client is only needed from here on
         api = kube.client_for(self.kubeconfig)
-        kube.apply_files(api, [MANIFESTS / "kwok-logs-crd.yaml", MANIFESTS / "clusterpolicy-crd.yaml"])
-        kube.wait_crds_established(api, ["logs.kwok.x-k8s.io", "clusterpolicies.nvidia.com"], left())
+        kube.apply_files(api, [MANIFESTS / "kwok-logs-crd.yaml"])
+        kube.wait_crds_established(api, ["logs.kwok.x-k8s.io"], left())
 
         # controller-manager, scheduler, kwok, device simulator ----------------------------------
         self.supervisor.start("kube-controller-manager", [
@@ -207,8 +208,9 @@ class ControlPlane:
             sys.executable, "-m", "testbed.cluster.devicesim", f"--kubeconfig={self.kubeconfig}",
             f"--log-dir={self.pod_log_dir}",
         ], env=env)
-        self.supervisor.start("migmanager", [  # NVIDIA's MIG manager, simulated (migmanager.py)
-            sys.executable, "-m", "testbed.cluster.migmanager", f"--kubeconfig={self.kubeconfig}",
+        self.supervisor.start("nodeagent", [  # what NVIDIA's operands do on a node (nodeagent.py)
+            sys.executable, "-m", "testbed.cluster.nodeagent", f"--kubeconfig={self.kubeconfig}",
+            f"--validator-manifests={gpuop_binaries.module_dir(allow_build=self.allow_build) / 'validator'}",
         ], env=env)
 
         self._wait_http("kube-controller-manager", f"https://{LOOPBACK}:{p['controller_manager']}/healthz", left())
@@ -218,8 +220,26 @@ class ControlPlane:
                  lambda: self._alive_or_give_up("kube-controller-manager")
                  and kube.service_account_exists(api, "default", "default"), left())
         self._alive_or_give_up("devicesim")
-        self._alive_or_give_up("migmanager")
+        self._alive_or_give_up("nodeagent")
         self.timings["controllers"] = timeout - left()
+
+    def start_gpu_operator(self, rendered: list[dict], timeout: float = 60) -> None:
+        """NVIDIA's GPU Operator controller with the container args and environment of the
+        chart's Deployment (``rendered``) and a token of its ServiceAccount, in its private mount
+        namespace."""
+        from testbed.gpuoperator import operator
+        container = operator.controller_container(rendered)
+        for name in ("operator_metrics", "operator_probe"):
+            self.ports[name] = free_port()
+        argv = operator.controller_argv(container, metrics_port=self.ports["operator_metrics"],
+                                        probe_port=self.ports["operator_probe"])
+        from testbed.cluster.kube import client_for
+        sa = operator.service_account(client_for(self.kubeconfig), self.state_dir / "gpu-operator-serviceaccount",
+                                      self.state_dir / "pki" / "ca.crt")
+        self.supervisor.start("gpu-operator", operator.launcher(self.state_dir, sa, argv),
+                              env=operator.controller_process_env(rendered, self.server))
+        self._wait_http("gpu-operator", f"http://{LOOPBACK}:{self.ports['operator_probe']}/readyz", timeout)
+        self._write_info()
 
     def _alive_or_give_up(self, name: str) -> bool:
         rc = self.supervisor.exited(name)
@@ -257,7 +277,7 @@ class ControlPlane:
             "server": self.server,
             "kubeconfig": str(self.kubeconfig),
             "ports": self.ports,
-            "versions": binaries.versions(),
+            "versions": {**binaries.versions(), **gpuop_binaries.versions()},
             "bin_dir": str(self.bin_dir),
             "state_dir": str(self.state_dir),
             "attached": self.attached,

@@ -28,13 +28,15 @@ import threading
 import uuid
 from pathlib import Path
 
-from kubernetes import client, watch
+from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from gpuconform.mig import RESOURCE_GPU, RESOURCE_MIG_PREFIX, gpu_model, mig_devices_per_gpu
-from gpuconform.mig.catalog import UnknownGpuModel, UnknownMigConfig, mig_resource_name
+from testbed.cluster import informer
+from testbed.cluster.hardware import GPUS
+from testbed.cluster.nodeagent import hardware, resource_name
 from testbed.cluster.waiting import GiveUp, wait_for
 
+RESOURCE_GPU, RESOURCE_MIG_PREFIX = "nvidia.com/gpu", "nvidia.com/mig-"
 ANN = "testbed.gpuconform.io/"
 ANN_DEVICES = ANN + "devices"
 ANN_OUTCOME = ANN + "outcome"
@@ -77,29 +79,23 @@ class Device:
 
 
 def node_devices(node: client.V1Node) -> list[Device]:
-    """Devices of a node, from the labels GFD/mig-manager publish, limited to what the node's
-    allocatable advertises (so a node whose allocatable disagrees hands out what it advertises)."""
-    labels = node.metadata.labels or {}
-    name = node.metadata.name
-    if labels.get("nvidia.com/gpu.present") != "true":
+    """Devices of a node, from its simulated GPUs (the MIG layout the node agent's MIG manager
+    applied), limited to what the node's allocatable advertises (so a node whose allocatable
+    disagrees hands out what it advertises). MIG devices of a GPU are listed largest first, as
+    ``nvidia-smi -L`` lists them (formats.md 3.6)."""
+    hw = hardware(node)
+    if hw is None:
         return []
-    count = int(labels.get("nvidia.com/gpu.count", "0") or 0)
-    product = labels.get("nvidia.com/gpu.product", "")
-    config = labels.get("nvidia.com/mig.config", "all-disabled")
-    try:
-        model = gpu_model(product)
-        smi_name = model.smi_name
-        per_gpu = mig_devices_per_gpu(model, config)
-        mig_on = config != "all-disabled"
-    except (UnknownGpuModel, UnknownMigConfig):
-        smi_name, per_gpu, mig_on = product.replace("-", " "), [], False
+    name, gpu = node.metadata.name, GPUS[hw["product"]]
     devices: list[Device] = []
-    for g in range(count):
-        if not mig_on:
-            devices.append(Device(RESOURCE_GPU, name, g, smi_name))
+    for g, layout in enumerate(hw["layout"]):
+        if layout is None:
+            devices.append(Device(RESOURCE_GPU, name, g, gpu.smi_name))
             continue
-        for i, profile in enumerate(per_gpu):
-            devices.append(Device(mig_resource_name(profile), name, g, smi_name, profile, i))
+        profiles = sorted((p for p, n in layout.items() for _ in range(n)),
+                          key=lambda p: -gpu.profile(p).size)
+        for i, profile in enumerate(profiles):
+            devices.append(Device(resource_name(profile), name, g, gpu.smi_name, profile, i))
     allocatable = (node.status.allocatable or {}) if node.status else {}
     limited, seen = [], {}
     for d in devices:
@@ -310,35 +306,16 @@ class DeviceSim:
             self.custom.create_namespaced_custom_object(*args, body)
 
     # -- list + watch loop ----------------------------------------------------------------------
+    def remember_listed(self, pods: list) -> None:
+        """First remember the devices running pods hold, then act: never hand out a used device."""
+        for pod in pods:
+            ann = pod.metadata.annotations or {}
+            if ANN_DEVICES in ann and pod.status.phase not in ("Succeeded", "Failed"):
+                self.remember(pod.metadata.uid, ann[ANN_DEVICES])
+
     def run(self) -> None:
-        backoff = 0.2
-        while not self.stop.is_set():
-            try:
-                pods = self.core.list_pod_for_all_namespaces()
-                for pod in pods.items:  # first remember, then act: never hand out a used device
-                    ann = pod.metadata.annotations or {}
-                    if ANN_DEVICES in ann and pod.status.phase not in ("Succeeded", "Failed"):
-                        self.remember(pod.metadata.uid, ann[ANN_DEVICES])
-                for pod in pods.items:
-                    self.handle("ADDED", pod)
-                rv = pods.metadata.resource_version
-                backoff = 0.2
-                w = watch.Watch()
-                for event in w.stream(self.core.list_pod_for_all_namespaces, resource_version=rv,
-                                      timeout_seconds=300):
-                    if self.stop.is_set():
-                        w.stop()
-                        break
-                    if event["type"] == "ERROR":
-                        break  # e.g. 410 Gone: relist
-                    try:
-                        self.handle(event["type"], event["object"])
-                    except ApiException as exc:
-                        log.warning("handling %s failed: %s", event["object"].metadata.name, exc.reason)
-            except Exception as exc:  # noqa: BLE001 - the API server may be restarting; relist
-                log.warning("watch loop: %s: %s", type(exc).__name__, exc)
-                self.stop.wait(backoff)
-                backoff = min(backoff * 2, 5.0)
+        informer.run(self.core.list_pod_for_all_namespaces, self.handle, self.stop,
+                     on_list=self.remember_listed, name="pods")
 
 
 def main(argv: list[str] | None = None) -> int:

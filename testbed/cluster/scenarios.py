@@ -1,19 +1,29 @@
 """Fault scenarios a test switches on for itself, and the reset back to the healthy cluster.
 
-Each scenario waits until its fault is visible through the API, so a check can run at once.
+Every fault is made where it arises on a real platform -- on a node, in the hardware, in the
+admin's labels or Helm values -- and the rest follows from the real controllers (the GPU
+Operator, the DaemonSet controller, the scheduler) and the simulated operands (nodeagent.py).
+Nothing writes a ClusterPolicy status or an expected value. Each scenario waits until its fault
+is visible through the API, so a check can run at once.
 
 =============================  ==========================================================
-name                           fault
+name                           fault -> what the platform then shows
 =============================  ==========================================================
-clusterpolicy-notready         ClusterPolicy ``cluster-policy`` status.state=notReady
-operand-daemonset-short        nvidia-device-plugin-daemonset pod on gpu-worker-2 in
-                               CrashLoopBackOff: the DaemonSet has 2 of 3 pods ready
-operand-daemonset-unscheduled  gpu-worker-2 loses ``nvidia.com/gpu.deploy.device-plugin``:
-                               no device-plugin pod there (desired 2 on 3 GPU workers)
-validator-failing              nvidia-operator-validator pod on gpu-worker-1 stuck in Init
-                               (RunContainerError ``... last insn is not an exit or jmp``)
-mig-config-failed              gpu-worker-2 ``nvidia.com/mig.config.state=failed``
-allocatable-mismatch           gpu-worker-1 advertises 49 ``nvidia.com/mig-1g.10gb``, not 56
+clusterpolicy-notready         the device plugin crash-loops on gpu-worker-2 -> its DaemonSet
+                               2/3 ready -> the operator sets ClusterPolicy notReady
+operand-daemonset-short        dcgm-exporter crash-loops on gpu-worker-2 -> 2/3 ready ->
+                               ClusterPolicy notReady
+operand-daemonset-unscheduled  the admin disables the device plugin on gpu-worker-2
+                               (``nvidia.com/gpu.deploy.device-plugin=false``, honoured by the
+                               operator) -> no device-plugin pod there
+validator-failing              gpu-worker-1 has net.core.bpf_jit_harden=2: the validator's
+                               first init container cannot start (RunContainerError
+                               ``... last insn is not an exit or jmp``) -> ClusterPolicy
+                               notReady
+mig-config-failed              gpu-worker-2 rebooted (its MIG devices are gone) while a process
+                               holds a GPU: the MIG manager's re-apply ends ``failed``
+allocatable-mismatch           GPU 3 of gpu-worker-1 fell off the bus: the device plugin
+                               advertises 49 ``nvidia.com/mig-1g.10gb``, not 56
 vectoradd-failing              every new GPU pod logs ``Failed to allocate device vector A
                                (error code CUDA-capable device(s) is/are busy or
                                unavailable)!`` and fails (Never) or crash-loops (OnFailure)
@@ -22,30 +32,24 @@ gpu-worker-notready            gpu-worker-3 Ready=False (KubeletNotReady)
 """
 from __future__ import annotations
 
+import json
 from typing import Callable
 
 from kubernetes import client
 
 from testbed.cluster.devicesim import ANN_SIMULATE, SCENARIO_CONFIGMAP
 from testbed.cluster.kube import ignore_not_found
-from testbed.cluster.platform import NAMESPACE, Platform, gpu_node_labels, gpu_node_resources
+from testbed.cluster.nodeagent import ANN_BROKEN, ANN_GPUS, ANN_IN_USE, ANN_LOST, APP_MIG, APP_VALIDATOR
+from testbed.cluster.platform import NAMESPACE, Platform
 from testbed.cluster.waiting import wait_for
 
-SCENARIO_TIMEOUT = 60.0
+SCENARIO_TIMEOUT = 90.0
+NODE_FAULTS = (ANN_SIMULATE, ANN_BROKEN, ANN_IN_USE, ANN_LOST)
 
 
 def _node_ready(core: client.CoreV1Api, name: str) -> bool:
     node = core.read_node(name)
     return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
-
-
-def _operand_pod(core: client.CoreV1Api, app: str, node: str) -> client.V1Pod:
-    pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={app}",
-                                    field_selector=f"spec.nodeName={node}").items
-    pods = [p for p in pods if not p.metadata.deletion_timestamp]
-    if not pods:
-        raise LookupError(f"no {app} pod on {node}")
-    return pods[0]
 
 
 def _ds_ready(apps: client.AppsV1Api, name: str) -> tuple[int, int]:
@@ -80,20 +84,27 @@ class Scenarios:
         self.active.append(name)
 
     # -- the faults -------------------------------------------------------------------------
-    def _clusterpolicy_notready(self) -> None:
-        self.p.set_cluster_policy_state("notReady")
+    def _annotate_node(self, node: str, annotations: dict) -> None:
+        self.core.patch_node(node, {"metadata": {"annotations": annotations}})
 
-    def _annotate_pod(self, app: str, node: str, fault: str) -> str:
-        pod = _operand_pod(self.core, app, node)
-        self.core.patch_namespaced_pod(pod.metadata.name, NAMESPACE,
-                                       {"metadata": {"annotations": {ANN_SIMULATE: fault}}})
-        return pod.metadata.name
+    def _policy_not_ready(self) -> bool:
+        """state notReady and the Ready condition False (the operator writes them one after the other)."""
+        status = self.p.cluster_policy().get("status") or {}
+        ready = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+        return status.get("state") == "notReady" and bool(ready) and ready[0].get("status") == "False"
+
+    def _break_operand(self, app: str, node: str, how: str) -> None:
+        self._annotate_node(node, {ANN_BROKEN: f"{app}={how}"})
+        wait_for(f"{app} to have one pod not ready",
+                 lambda: _ds_ready(self.apps, app)[0] == len(self.p.workers) - 1, SCENARIO_TIMEOUT)
+
+    def _clusterpolicy_notready(self) -> None:
+        self._break_operand("nvidia-device-plugin-daemonset", "gpu-worker-2", "crashloop")
+        wait_for("the GPU Operator to set ClusterPolicy notReady", self._policy_not_ready, SCENARIO_TIMEOUT)
 
     def _operand_daemonset_short(self) -> None:
-        self._annotate_pod("nvidia-device-plugin-daemonset", "gpu-worker-2", "crashloop")
-        wait_for("nvidia-device-plugin-daemonset to have one pod not ready",
-                 lambda: _ds_ready(self.apps, "nvidia-device-plugin-daemonset")[0] == len(self.p.workers) - 1,
-                 SCENARIO_TIMEOUT)
+        self._break_operand("nvidia-dcgm-exporter", "gpu-worker-2", "crashloop")
+        wait_for("the GPU Operator to set ClusterPolicy notReady", self._policy_not_ready, SCENARIO_TIMEOUT)
 
     def _operand_daemonset_unscheduled(self) -> None:
         self.core.patch_node("gpu-worker-2", {"metadata": {"labels": {"nvidia.com/gpu.deploy.device-plugin": "false"}}})
@@ -102,19 +113,31 @@ class Scenarios:
                  SCENARIO_TIMEOUT)
 
     def _validator_failing(self) -> None:
-        name = self._annotate_pod("nvidia-operator-validator", "gpu-worker-1", "init-error")
-        wait_for(f"validator pod {name} to be stuck in Init",
-                 lambda: self.core.read_namespaced_pod(name, NAMESPACE).status.phase == "Pending",
-                 SCENARIO_TIMEOUT)
+        self._break_operand("nvidia-operator-validator", "gpu-worker-1", "init-error")
+        wait_for("the GPU Operator to set ClusterPolicy notReady", self._policy_not_ready, SCENARIO_TIMEOUT)
 
     def _mig_config_failed(self) -> None:
-        self.core.patch_node("gpu-worker-2", {"metadata": {"labels": {"nvidia.com/mig.config.state": "failed"}}})
+        name = "gpu-worker-2"
+        node = self.core.read_node(name)
+        hw = json.loads(node.metadata.annotations[ANN_GPUS])
+        hw["layout"] = [None] * len(hw["layout"])   # MIG devices do not survive a reboot
+        self._annotate_node(name, {ANN_GPUS: json.dumps(hw), ANN_IN_USE: "pid 4242 (python3) holds /dev/nvidia3"})
+        self._restart_mig_manager(name)
+        wait_for(f"{name} nvidia.com/mig.config.state=failed",
+                 lambda: (self.core.read_node(name).metadata.labels or {}).get("nvidia.com/mig.config.state")
+                 == "failed", SCENARIO_TIMEOUT)
+
+    def _restart_mig_manager(self, node: str) -> None:
+        """The mig-manager pod starting again (after a reboot) re-applies the node's config."""
+        for pod in self.core.list_namespaced_pod(NAMESPACE, label_selector=f"app={APP_MIG}",
+                                                 field_selector=f"spec.nodeName={node}").items:
+            ignore_not_found(self.core.delete_namespaced_pod, pod.metadata.name, NAMESPACE)
 
     def _allocatable_mismatch(self) -> None:
-        worker = self.p.worker("gpu-worker-1")
-        resources = gpu_node_resources(worker)
-        resources["nvidia.com/mig-1g.10gb"] = str(int(resources["nvidia.com/mig-1g.10gb"]) - 7)
-        self.core.patch_node_status(worker.name, {"status": {"capacity": resources, "allocatable": resources}})
+        self._annotate_node("gpu-worker-1", {ANN_LOST: "3"})
+        wait_for("gpu-worker-1 to advertise 49 nvidia.com/mig-1g.10gb",
+                 lambda: str((self.core.read_node("gpu-worker-1").status.allocatable or {})
+                             .get("nvidia.com/mig-1g.10gb")) == "49", SCENARIO_TIMEOUT)
 
     def _vectoradd_failing(self) -> None:
         ns, name = SCENARIO_CONFIGMAP
@@ -123,31 +146,34 @@ class Scenarios:
         self.core.create_namespaced_config_map(ns, body)
 
     def _gpu_worker_notready(self) -> None:
-        self.core.patch_node("gpu-worker-3", {"metadata": {"annotations": {ANN_SIMULATE: "not-ready"}}})
+        self._annotate_node("gpu-worker-3", {ANN_SIMULATE: "not-ready"})
         wait_for("gpu-worker-3 to be NotReady", lambda: not _node_ready(self.core, "gpu-worker-3"), SCENARIO_TIMEOUT)
 
     # -- back to healthy --------------------------------------------------------------------
-    def reset(self, timeout: float = 120) -> None:
+    def reset(self, timeout: float = 180) -> None:
         """Undo every fault (whatever applied it) and wait for the healthy cluster."""
         ns, name = SCENARIO_CONFIGMAP
         ignore_not_found(self.core.delete_namespaced_config_map, name, ns)
         for w in self.p.workers:
             node = self.core.read_node(w.name)
-            labels = gpu_node_labels(w)
-            stale = {k: None for k in (node.metadata.labels or {}) if k.startswith("nvidia.com/") and k not in labels}
-            annotations = {ANN_SIMULATE: None} if ANN_SIMULATE in (node.metadata.annotations or {}) else {}
-            self.core.patch_node(w.name, {"metadata": {"labels": {**labels, **stale}, "annotations": annotations}})
-            resources = gpu_node_resources(w)
-            alloc = node.status.allocatable or {}
-            gone = {k: None for k in alloc if k.startswith("nvidia.com/") and k not in resources}
-            if any(alloc.get(k) != v for k, v in resources.items()) or gone:
-                self.core.patch_node_status(w.name, {"status": {"capacity": {**resources, **gone},
-                                                                "allocatable": {**resources, **gone}}})
-        self.p.set_cluster_policy_state("ready")
-        for pod in self.core.list_namespaced_pod(NAMESPACE).items:
+            labels, annotations = node.metadata.labels or {}, node.metadata.annotations or {}
+            clear = {k: None for k in NODE_FAULTS if k in annotations}
+            relabel = {k: "true" for k, v in labels.items() if k.startswith("nvidia.com/gpu.deploy.") and v == "false"}
+            if labels.get("nvidia.com/mig.config") != w.mig_config:
+                relabel["nvidia.com/mig.config"] = w.mig_config
+            if clear or relabel:
+                self.core.patch_node(w.name, {"metadata": {"annotations": clear, "labels": relabel}})
+            if labels.get("nvidia.com/mig.config.state") == "failed":
+                self._restart_mig_manager(w.name)
+        pods = self.core.list_namespaced_pod(NAMESPACE).items
+        for pod in pods:
             if ANN_SIMULATE in (pod.metadata.annotations or {}) and not pod.metadata.deletion_timestamp:
-                ignore_not_found(self.core.delete_namespaced_pod, pod.metadata.name, NAMESPACE,
-                                 grace_period_seconds=0)
-        self.p.ensure_validator_pods()
+                ignore_not_found(self.core.delete_namespaced_pod, pod.metadata.name, NAMESPACE, grace_period_seconds=0)
+        # a MIG change that failed took the node's validation pods away (reconfigure.go deletes
+        # them first, restarts the validator only on success): restart it, as an admin would
+        validated = {p.spec.node_name for p in pods if (p.metadata.labels or {}).get("app") == "nvidia-cuda-validator"}
+        for pod in pods:
+            if (pod.metadata.labels or {}).get("app") == APP_VALIDATOR and pod.spec.node_name not in validated:
+                ignore_not_found(self.core.delete_namespaced_pod, pod.metadata.name, NAMESPACE)
         self.active.clear()
         self.p.wait_healthy(timeout)

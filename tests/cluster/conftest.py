@@ -56,6 +56,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(fixture, values, ids=[str(v) for v in values])
 
 
+@pytest.fixture
+def expected_mig(cluster, cluster_expected):
+    """``expected_mig(node, config=None)``: the node's expected allocatable from the cluster's own
+    mig-parted config (the one source of MIG counts for the checks), with the catalog's beside it."""
+    from gpuconform.cluster import miglayout
+    policy = cluster_expected.gpu_operator.cluster_policy
+    return lambda node, config=None: miglayout.expected_for_node(cluster, policy, cluster.node(node), config)
+
+
 # -- workload runs, shared by the checks that state one rule each about them ---------------------
 @pytest.fixture(scope="session")
 def _pod_runs() -> dict[str, PodRun]:
@@ -100,7 +109,8 @@ def vectoradd_on_mig(mig_resource: str, workloads: Workloads, _pod_runs, evidenc
 
 @pytest.hookimpl(wrapper=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function):
-    """A GPU model or MIG config the catalog does not know: "could not check", not "failed"."""
+    """A GPU model the catalog does not know (no PCI id to read the mig-parted config for), or a
+    MIG config it does not know where only it could tell: "could not check", not "failed"."""
     from gpuconform.mig import UnknownGpuModel, UnknownMigConfig
     try:
         return (yield)

@@ -1,10 +1,10 @@
-"""Per GPU worker: GPU labels as the profile says, the MIG config it assigns applied, and
-allocatable GPU / MIG resources exactly as the MIG catalog computes them. (Ready: test_api.py.)"""
+"""Per GPU worker: GPU labels as the profile says, the MIG config it assigns applied,
+allocatable GPU / MIG resources exactly as the cluster's own mig-parted config gives them, and
+that config agreeing with the MIG catalog. (Ready: test_api.py.)"""
 import pytest
 
 from gpuconform.checks import check
 from gpuconform.cluster import nodes
-from gpuconform.mig import gpu_model, mixed_strategy_resources
 
 pytestmark = pytest.mark.mig
 
@@ -45,20 +45,32 @@ def test_mig_config_state(cluster, cluster_expected, gpu_node):
     assert got == "success", f"{nodes.LABEL_MIG_STATE}={got!r} for mig.config={config!r}, expected 'success'"
 
 
-@check("cluster.mig.allocatable", "Allocatable GPU/MIG resources match the MIG catalog",
+@check("cluster.mig.allocatable", "Allocatable GPU/MIG resources match the cluster's mig-parted config",
        fix="restart the nvidia-device-plugin-daemonset pod on this node so it re-advertises the MIG "
            "devices; if the counts stay wrong, the MIG manager did not create them: see its log",
        needs=["cluster.node.gpu_labels", "cluster.mig.config_state"])
-def test_allocatable_matches_catalog(cluster, cluster_expected, gpu_node, evidence):
-    """Allocatable nvidia.com/gpu and nvidia.com/mig-* equal what the MIG catalog computes for the
-    profile's GPU model x count x the node's nvidia.com/mig.config (mixed strategy)."""
-    want_workers = cluster_expected.gpu_workers
-    node = cluster.node(gpu_node)
-    config = nodes.labels(node).get(nodes.LABEL_MIG_CONFIG) or "all-disabled"
-    model = gpu_model(want_workers.product)
-    want = mixed_strategy_resources(model, want_workers.count, config)
-    got = nodes.gpu_allocatable(node)
+def test_allocatable_matches_config(cluster, gpu_node, expected_mig, evidence):
+    """Allocatable nvidia.com/gpu and nvidia.com/mig-* equal what the cluster's mig-parted config
+    (the ConfigMap of ClusterPolicy spec.migManager.config.name) gives the node's GPU model x
+    nvidia.com/gpu.count under its nvidia.com/mig.config (mixed strategy)."""
+    want, got = expected_mig(gpu_node), nodes.gpu_allocatable(cluster.node(gpu_node))
     evidence.add("allocatable (nvidia.com/*)", "\n".join(f"{k}: {v}" for k, v in got.items()) or "(none)")
-    diff = [f"{r} {got.get(r, 0)} (expected {want.get(r, 0)})" for r in sorted(set(want) | set(got))
-            if got.get(r, 0) != want.get(r, 0)]
-    assert not diff, f"allocatable differs from the MIG catalog for {model.key} x {want_workers.count} x {config}: " + "; ".join(diff)
+    evidence.add("expected", f"{want}: {want.resources or 'nothing'}")
+    problem = want.allocatable_problem(got)
+    assert problem is None, problem
+
+
+@check("cluster.mig.catalog_agrees", "The cluster's mig-parted config agrees with the MIG catalog",
+       fix="the cluster's config (kubectl -n gpu-operator get cm <spec.migManager.config.name> -o yaml) "
+           "gives this config other counts than NVIDIA's default-mig-parted-config: if the site meant it, "
+           "waive this finding; else restore NVIDIA's entry (or name the site's layout differently)",
+       needs=["cluster.node.gpu_labels"])
+def test_config_agrees_with_catalog(cluster, gpu_node, expected_mig):
+    """The counts the cluster's mig-parted config gives the node's config equal the MIG catalog's
+    for the same config name, model and GPU count (a config the catalog does not know is skipped)."""
+    want = expected_mig(gpu_node)
+    if want.catalog is None:
+        pytest.skip(f"the MIG catalog has no config {want.config} for {want.model.key}: site-specific, "
+                    f"judged by the cluster's config alone")
+    problem = want.catalog_disagreement()
+    assert problem is None, problem

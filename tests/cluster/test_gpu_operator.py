@@ -9,8 +9,7 @@ POLICY = "cluster.operator.clusterpolicy_present"
 
 
 def _policy(cluster, cluster_expected) -> dict | None:
-    name = cluster_expected.gpu_operator.cluster_policy
-    return next((p for p in cluster.cluster_policies() or () if p["metadata"]["name"] == name), None)
+    return cluster.cluster_policy(cluster_expected.gpu_operator.cluster_policy)
 
 
 @check(NAMESPACE, "GPU Operator namespace exists",
@@ -50,14 +49,20 @@ def test_clusterpolicy_ready(cluster, cluster_expected, evidence):
 
 
 @check("cluster.operator.spec", "ClusterPolicy carries the profile's value",
-       fix="helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator --reuse-values --set <path>=<value> "
-           "(e.g. driver.enabled=false, mig.strategy=mixed)",
+       fix="set <path> to the profile's value in the operator's Helm values and upgrade: helm upgrade gpu-operator "
+           "nvidia/gpu-operator -n gpu-operator --reuse-values --set <path>=<value> (e.g. mig.strategy=mixed, "
+           "sandboxDevicePlugin.enabled=false: the chart then leaves it unset, which the operator reads as false); "
+           "or correct cluster.gpu_operator.spec in the profile",
        needs=[POLICY])
-def test_clusterpolicy_spec_value(cluster, cluster_expected, spec_path):
-    """ClusterPolicy spec.<path> equals cluster.gpu_operator.spec[<path>]."""
-    want = cluster_expected.gpu_operator.spec[spec_path]
-    got = operator.spec_value(_policy(cluster, cluster_expected)["spec"], spec_path)
-    assert got == want, f"spec.{spec_path} is {'unset' if got is MISSING else repr(got)}, expected {want!r}"
+def test_clusterpolicy_spec_value(cluster, cluster_expected, spec_path, evidence):
+    """The operator's effective spec.<path> (the value set, else the operator's default for an
+    unset one) equals cluster.gpu_operator.spec[<path>]."""
+    want, spec = cluster_expected.gpu_operator.spec[spec_path], _policy(cluster, cluster_expected)["spec"]
+    literal, effective = operator.effective_spec_value(spec, spec_path)
+    evidence.add(f"spec.{spec_path}", f"ClusterPolicy: {operator.describe_spec_value(literal, effective)}\n"
+                                      f"operator acts on: {effective!r}\nprofile: {want!r}")
+    problem = operator.spec_mismatch(spec, spec_path, want)
+    assert problem is None, problem
 
 
 @check("cluster.operator.validator_env", "Driver validator has the profile's environment",
@@ -91,7 +96,7 @@ def test_operand_toleration(cluster, cluster_expected, toleration):
        needs=[NAMESPACE])
 def test_operand_available(cluster, cluster_expected, operand):
     """The DaemonSet runs one available pod on every GPU worker (none unscheduled, none unavailable)."""
-    ds = next((d for d in cluster.daemonsets() if d["metadata"]["name"] == operand), None)
+    ds = cluster.daemonset(operand)
     assert ds is not None, f"DaemonSet {operand} not found in {cluster_expected.gpu_operator.namespace}"
     problems = operator.operand_unscheduled(ds, cluster.gpu_nodes())
     if operator.operand_short(ds):
@@ -110,8 +115,14 @@ def test_operand_available(cluster, cluster_expected, operand):
        needs=[NAMESPACE])
 def test_validations_completed(cluster, cluster_expected, evidence):
     """On every GPU worker the nvidia-operator-validator pod is Ready (all validation init containers
-    done) and the nvidia-cuda-validator and nvidia-device-plugin-validator pods Succeeded."""
+    done), and the nvidia-cuda-validator / nvidia-device-plugin-validator pod Succeeded where that
+    validation runs with a workload (WITH_WORKLOAD of the validator's DaemonSet and ClusterPolicy)."""
+    ds = cluster.daemonset(operator.VALIDATOR_DAEMONSET)
+    assert ds is not None, (f"DaemonSet {operator.VALIDATOR_DAEMONSET} not found in "
+                            f"{cluster_expected.gpu_operator.namespace}: the operator has not deployed its validator")
+    workloads = operator.validation_workloads(ds, (_policy(cluster, cluster_expected) or {}).get("spec") or {})
     pods = cluster.validator_pods()
+    evidence.add("validation workloads", "\n".join(map(str, workloads)))
     evidence.add("validator pods", "\n".join(operator.describe_pod(p) for p in pods) or "(none)")
-    problems = operator.validator_problems(pods, cluster.gpu_node_names())
+    problems = operator.validator_problems(pods, cluster.gpu_node_names(), workloads)
     assert not problems, "; ".join(problems)

@@ -72,7 +72,7 @@ def test_mig_pod_sees_one_device(cluster, cluster_expected, mig_resource, vector
 @pytest.mark.mig
 @check("cluster.mig.exhaustion", "A pod asking more slices than exist stays Pending",
        fix="if the pod was scheduled, a node advertises more slices than it has: compare allocatable "
-           "with the MIG catalog (cluster.mig.allocatable)",
+           "with the cluster's mig-parted config (cluster.mig.allocatable)",
        needs=[READY])
 def test_mig_exhaustion_pending(cluster, cluster_expected, mig_resource, workloads, evidence):
     """A pod asking (slices on the cluster + 1) stays Pending with FailedScheduling

@@ -1,0 +1,433 @@
+"""The node side of the simulated GPU workers: what NVIDIA's operands do on a real node once the
+GPU Operator has scheduled them there. KWOK only marks their pods Running; this process plays
+what runs inside them, following NVIDIA's code:
+
+* **device plugin** (NVIDIA/k8s-device-plugin): while its pod has been Ready for a moment (the
+  plugin registers with the kubelet), capacity/allocatable carry the node's devices, named by the
+  pod's MIG_STRATEGY env (mixed: ``nvidia.com/gpu`` per whole GPU, ``nvidia.com/mig-<profile>``
+  per MIG device, formats.md 5.3). Without a Ready plugin pod the kubelet marks the devices
+  unhealthy: allocatable 0, capacity kept. GPUs listed in ``testbed.gpuconform.io/lost-gpus``
+  (an Xid 79 "fallen off the bus") are counted in capacity, not in allocatable.
+* **GPU Feature Discovery**: while its pod is Ready, the node's ``nvidia.com/gpu.*``, ``cuda.*``
+  and, under the mixed strategy, ``nvidia.com/mig-<profile>.*`` labels (formats.md 5.1).
+* **operator validator** (gpu-operator validator/main.go): when its pod runs on the node, the
+  cuda and plugin validations create their workload pods from NVIDIA's own manifests
+  (validator/cuda-workload-validation.yaml, plugin-workload-validation.yaml), but only where the
+  init container's WITH_WORKLOAD is true (the validator's default; the operator's asset sets it
+  false for plugin validation, assets/state-operator-validation/0500_daemonset.yaml).
+* **MIG manager** (NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go): when its pod runs and
+  the node's ``nvidia.com/mig.config`` is not the one it last handled: the selected config is
+  validated against the ConfigMap its DaemonSet mounts (``mig-parted-config``); already applied ->
+  ``success``; else ``pending``, the GPU clients' ``nvidia.com/gpu.deploy.*`` labels set to
+  ``paused-for-mig-change`` and their pods waited out, the validator workload pods deleted, the
+  GPUs repartitioned, the validator pod deleted, the labels restored and only then ``success`` --
+  so the device plugin republishes allocatable seconds AFTER ``success``, as on a real node.
+  A GPU held by a process (``testbed.gpuconform.io/gpu-in-use``) makes the change ``failed``.
+
+The simulated hardware of a node is its annotation ``testbed.gpuconform.io/gpus``
+(model, count, machine, driver, MIG layout per GPU); only this process changes the layout.
+Operand pods on a node listed in ``testbed.gpuconform.io/broken-operands`` (``app=crashloop`` or
+``app=init-error``) are marked for the KWOK stages that make them fail: faults of the node, seen
+by the real DaemonSet controller and the real GPU Operator.
+
+Run: ``python -m testbed.cluster.nodeagent --kubeconfig K`` (the control plane starts it).
+"""
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import logging
+import sys
+import threading
+import time
+from pathlib import Path
+
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from testbed.cluster import informer, migparted
+from testbed.cluster.hardware import GPUS, Gpu
+
+ANN = "testbed.gpuconform.io/"
+ANN_GPUS = ANN + "gpus"
+ANN_LOST = ANN + "lost-gpus"
+ANN_IN_USE = ANN + "gpu-in-use"
+ANN_BROKEN = ANN + "broken-operands"
+ANN_SIMULATE = ANN + "simulate"
+LABEL_CONFIG, LABEL_STATE = "nvidia.com/mig.config", "nvidia.com/mig.config.state"
+#: the GPU clients the MIG manager pauses (reconfigure.go shutdownKubernetesGPUClients)
+CLIENT_DEPLOY_LABELS = ("nvidia.com/gpu.deploy.device-plugin", "nvidia.com/gpu.deploy.gpu-feature-discovery",
+                        "nvidia.com/gpu.deploy.dcgm-exporter", "nvidia.com/gpu.deploy.dcgm",
+                        "nvidia.com/gpu.deploy.nvsm")
+CLIENT_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-dcgm-exporter", "nvidia-dcgm")
+APP_PLUGIN, APP_GFD = "nvidia-device-plugin-daemonset", "gpu-feature-discovery"
+APP_VALIDATOR, APP_MIG = "nvidia-operator-validator", "nvidia-mig-manager"
+WORKLOADS = {"cuda": ("nvidia-cuda-validator", "cuda-workload-validation.yaml"),
+             "plugin": ("nvidia-device-plugin-validator", "plugin-workload-validation.yaml")}
+REGISTER_S = 2.0      # a device plugin pod Ready this long has registered with the kubelet
+REPARTITION_S = 1.0   # destroying and creating the MIG devices
+
+log = logging.getLogger("nodeagent")
+
+
+# -- the simulated hardware ----------------------------------------------------------------------
+def hardware(node: client.V1Node) -> dict | None:
+    raw = (node.metadata.annotations or {}).get(ANN_GPUS)
+    return json.loads(raw) if raw else None
+
+
+def gpu_of(hw: dict) -> Gpu:
+    return GPUS[hw["product"]]
+
+
+def resource_name(profile: str) -> str:
+    return "nvidia.com/mig-" + profile.replace("+", ".")
+
+
+def plugin_resources(hw: dict, strategy: str, skip: set[int] = frozenset()) -> dict[str, int]:
+    """What the device plugin advertises for the GPUs not in ``skip``."""
+    out: dict[str, int] = {}
+    for i, layout in enumerate(hw["layout"]):
+        if i in skip:
+            continue
+        if layout is None or strategy == "none":
+            out["nvidia.com/gpu"] = out.get("nvidia.com/gpu", 0) + 1
+        elif strategy == "single":
+            out["nvidia.com/gpu"] = out.get("nvidia.com/gpu", 0) + sum(layout.values())
+        else:
+            for profile, n in layout.items():
+                out[resource_name(profile)] = out.get(resource_name(profile), 0) + n
+    return out
+
+
+def gfd_labels(hw: dict, strategy: str) -> dict[str, str]:
+    gpu = gpu_of(hw)
+    major, minor, rev = hw["driver"].split(".")
+    mig_on = any(x is not None for x in hw["layout"])
+    labels = {
+        "nvidia.com/gpu.product": gpu.product_label, "nvidia.com/gpu.count": str(hw["count"]),
+        "nvidia.com/gpu.memory": str(gpu.memory_mib), "nvidia.com/gpu.family": gpu.family,
+        "nvidia.com/gpu.compute.major": str(gpu.compute[0]), "nvidia.com/gpu.compute.minor": str(gpu.compute[1]),
+        "nvidia.com/gpu.machine": hw["machine"], "nvidia.com/gpu.replicas": "0" if mig_on else "1",
+        "nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/mps.capable": "false",
+        "nvidia.com/mig.capable": str(bool(gpu.mig_profiles)).lower(), "nvidia.com/mig.strategy": strategy,
+        "nvidia.com/cuda.driver-version.full": hw["driver"], "nvidia.com/cuda.driver-version.major": major,
+        "nvidia.com/cuda.driver-version.minor": minor, "nvidia.com/cuda.driver-version.revision": rev,
+        "nvidia.com/cuda.runtime-version.full": hw["cuda"],
+        "nvidia.com/cuda.runtime-version.major": hw["cuda"].split(".")[0],
+        "nvidia.com/cuda.runtime-version.minor": hw["cuda"].split(".")[1],
+    }
+    if strategy == "mixed":
+        for res, n in plugin_resources(hw, strategy).items():
+            if not res.startswith("nvidia.com/mig-"):
+                continue
+            profile = gpu.profile(res[len("nvidia.com/mig-"):].replace(".me", "+me"))
+            prefix = res
+            labels.update({f"{prefix}.count": str(n), f"{prefix}.product": f"{gpu.product_label}-MIG-{profile.name}",
+                           f"{prefix}.multiprocessors": str(profile.sm), f"{prefix}.replicas": "1",
+                           f"{prefix}.sharing-strategy": "none", f"{prefix}.slices.gi": str(profile.gpu_slices),
+                           f"{prefix}.slices.ci": str(profile.gpu_slices),
+                           **{f"{prefix}.engines.{k}": str(v) for k, v in profile.engines.items()}})
+    return labels
+
+
+# -- pods -----------------------------------------------------------------------------------------
+def app(pod: client.V1Pod) -> str:
+    return (pod.metadata.labels or {}).get("app", "")
+
+
+def live(pod: client.V1Pod) -> bool:
+    return not pod.metadata.deletion_timestamp and (pod.status.phase if pod.status else None) not in ("Succeeded", "Failed")
+
+
+def ready_since(pod: client.V1Pod) -> float | None:
+    for c in (pod.status.conditions or []) if pod.status else []:
+        if c.type == "Ready" and c.status == "True":
+            return c.last_transition_time.timestamp() if c.last_transition_time else 0.0
+    return None
+
+
+def env_of(container, name: str, default: str | None = None) -> str | None:
+    for e in container.env or []:
+        if e.name == name:
+            return e.value
+    return default
+
+
+class NodeAgent:
+    def __init__(self, api: client.ApiClient, manifests: Path, namespace: str = "gpu-operator"):
+        self.core = client.CoreV1Api(api)
+        self.manifests = manifests
+        self.namespace = namespace
+        self.nodes: dict[str, client.V1Node] = {}
+        self.pods: dict[str, client.V1Pod] = {}
+        self.lock = threading.Lock()
+        self.queue: list[tuple[float, str]] = []
+        self.wake = threading.Condition(self.lock)
+        self.mig_handled: dict[str, tuple[str, str]] = {}   # node -> (config, mig-manager pod uid)
+        self.mig_busy: set[str] = set()
+        self.validated: set[tuple[str, str]] = set()        # (validator pod uid, component)
+        self.stop = threading.Event()
+
+    # -- cache + queue ------------------------------------------------------------------------
+    def on_node(self, kind: str, node: client.V1Node) -> None:
+        with self.lock:
+            if kind == "DELETED":
+                self.nodes.pop(node.metadata.name, None)
+                return
+            self.nodes[node.metadata.name] = node
+        if ANN_GPUS in (node.metadata.annotations or {}):
+            self.enqueue(node.metadata.name)
+
+    def on_pod(self, kind: str, pod: client.V1Pod) -> None:
+        with self.lock:
+            if kind == "DELETED":
+                self.pods.pop(pod.metadata.uid, None)
+            else:
+                self.pods[pod.metadata.uid] = pod
+        if pod.spec.node_name:
+            self.enqueue(pod.spec.node_name)
+
+    def enqueue(self, node: str, delay: float = 0.0) -> None:
+        with self.wake:
+            heapq.heappush(self.queue, (time.monotonic() + delay, node))
+            self.wake.notify()
+
+    def node_pods(self, node: str, app_name: str) -> list[client.V1Pod]:
+        with self.lock:
+            return [p for p in self.pods.values() if p.spec.node_name == node and app(p) == app_name]
+
+    def work(self) -> None:
+        while not self.stop.is_set():
+            with self.wake:
+                while not self.queue or self.queue[0][0] > time.monotonic():
+                    self.wake.wait(timeout=(self.queue[0][0] - time.monotonic()) if self.queue else 1.0)
+                    if self.stop.is_set():
+                        return
+                _, name = heapq.heappop(self.queue)
+                if any(n == name for _, n in self.queue if _ <= time.monotonic()):
+                    continue  # a newer entry for the same node is due: handle it once
+            try:
+                self.reconcile(name)
+            except ApiException as exc:
+                log.warning("%s: %s %s", name, exc.status, exc.reason)
+                self.enqueue(name, 1.0)
+            except Exception:  # noqa: BLE001 - keep the agent alive; the next event retries
+                log.exception("%s: reconcile failed", name)
+                self.enqueue(name, 1.0)
+
+    # -- one node ------------------------------------------------------------------------------
+    def reconcile(self, name: str) -> None:
+        node = self.nodes.get(name)
+        hw = hardware(node) if node else None
+        if hw is None:
+            return
+        self.break_operands(node)
+        self.device_plugin(node, hw)
+        self.feature_discovery(node, hw)
+        self.validator(node)
+        self.mig_manager(node)
+
+    def break_operands(self, node: client.V1Node) -> None:
+        broken = dict(item.split("=", 1) for item in
+                      filter(None, (node.metadata.annotations or {}).get(ANN_BROKEN, "").split(",")))
+        for app_name, how in broken.items():
+            for pod in self.node_pods(node.metadata.name, app_name):
+                if live(pod) and (pod.metadata.annotations or {}).get(ANN_SIMULATE) != how:
+                    self.core.patch_namespaced_pod(pod.metadata.name, pod.metadata.namespace,
+                                                   {"metadata": {"annotations": {ANN_SIMULATE: how}}})
+
+    def device_plugin(self, node: client.V1Node, hw: dict) -> None:
+        name = node.metadata.name
+        status = node.status
+        capacity = {k: int(str(v)) for k, v in (status.capacity or {}).items() if k.startswith("nvidia.com/")}
+        alloc = {k: int(str(v)) for k, v in (status.allocatable or {}).items() if k.startswith("nvidia.com/")}
+        plugins = [p for p in self.node_pods(name, APP_PLUGIN) if live(p) and ready_since(p) is not None]
+        if not plugins:
+            want_cap, want_alloc = capacity, {k: 0 for k in capacity}
+        else:
+            waited = time.time() - max(ready_since(p) for p in plugins)
+            if waited < REGISTER_S:
+                self.enqueue(name, REGISTER_S - waited + 0.05)
+                return
+            strategy = env_of(plugins[0].spec.containers[0], "MIG_STRATEGY", "none")
+            lost = {int(i) for i in (node.metadata.annotations or {}).get(ANN_LOST, "").split(",") if i}
+            fresh = plugin_resources(hw, strategy)
+            want_cap = {**{k: 0 for k in capacity}, **fresh}
+            want_alloc = {**{k: 0 for k in capacity}, **{k: 0 for k in fresh}, **plugin_resources(hw, strategy, lost)}
+        if want_cap != capacity or want_alloc != alloc:
+            self.core.patch_node_status(name, {"status": {
+                "capacity": {k: str(v) for k, v in want_cap.items()},
+                "allocatable": {k: str(v) for k, v in want_alloc.items()}}})
+            log.info("%s: device plugin advertises %s", name, want_alloc)
+
+    def feature_discovery(self, node: client.V1Node, hw: dict) -> None:
+        pods = [p for p in self.node_pods(node.metadata.name, APP_GFD) if live(p) and ready_since(p) is not None]
+        if not pods:
+            return
+        strategy = env_of(pods[0].spec.containers[0], "MIG_STRATEGY", "none")
+        want = gfd_labels(hw, strategy)
+        have = node.metadata.labels or {}
+        stale = {k: None for k in have if k.startswith("nvidia.com/mig-") and k not in want}
+        patch = {**{k: v for k, v in want.items() if have.get(k) != v}, **stale}
+        if patch:
+            self.core.patch_node(node.metadata.name, {"metadata": {"labels": patch}})
+
+    # -- the validator's workload pods -----------------------------------------------------------
+    def validator(self, node: client.V1Node) -> None:
+        for pod in self.node_pods(node.metadata.name, APP_VALIDATOR):
+            if not live(pod) or pod.status.phase != "Running" or (pod.metadata.annotations or {}).get(ANN_SIMULATE):
+                continue
+            for component, (workload_app, manifest) in WORKLOADS.items():
+                init = next((c for c in pod.spec.init_containers or [] if c.name == f"{component}-validation"), None)
+                key = (pod.metadata.uid, component)
+                if init is None or key in self.validated:
+                    continue
+                self.validated.add(key)
+                if (env_of(init, "WITH_WORKLOAD", "true") or "").lower() != "true":
+                    continue
+                newer = [w for w in self.node_pods(node.metadata.name, workload_app)
+                         if w.metadata.creation_timestamp >= pod.metadata.creation_timestamp]
+                if not newer:
+                    self.create_workload(pod, node, workload_app, manifest)
+
+    def create_workload(self, validator: client.V1Pod, node: client.V1Node, workload_app: str, manifest: str) -> None:
+        body = yaml.safe_load((self.manifests / manifest).read_text())
+        ns = validator.metadata.namespace
+        for old in self.node_pods(node.metadata.name, workload_app):
+            self._delete_pod(old)
+        # owner references and tolerations of the validator DaemonSet (validator/main.go runWorkload)
+        ds = client.AppsV1Api(self.core.api_client).read_namespaced_daemon_set(APP_VALIDATOR, ns)
+        body["metadata"]["namespace"] = ns
+        body["metadata"]["ownerReferences"] = [
+            {"apiVersion": r.api_version, "kind": r.kind, "name": r.name, "uid": r.uid,
+             "controller": r.controller, "blockOwnerDeletion": r.block_owner_deletion}
+            for r in ds.metadata.owner_references or []]
+        body["spec"]["tolerations"] = [t.to_dict() for t in ds.spec.template.spec.tolerations or []]
+        body["spec"]["tolerations"] = [{k: v for k, v in {"key": t["key"], "operator": t["operator"],
+                                        "value": t["value"], "effect": t["effect"]}.items() if v is not None}
+                                       for t in body["spec"]["tolerations"]]
+        body["spec"]["nodeName"] = node.metadata.name
+        image = validator.spec.containers[0].image
+        for c in [*body["spec"].get("initContainers", []), *body["spec"]["containers"]]:
+            c["image"] = image
+        if workload_app == WORKLOADS["plugin"][0]:
+            res = sorted(k for k, v in (node.status.allocatable or {}).items()
+                         if k.startswith("nvidia.com/") and int(str(v)) > 0)
+            if res:
+                for c in body["spec"]["containers"]:
+                    c["resources"] = {"limits": {res[0]: "1"}, "requests": {res[0]: "1"}}
+        self.core.create_namespaced_pod(ns, body)
+        log.info("%s: %s created by the validator", node.metadata.name, workload_app)
+
+    def _delete_pod(self, pod: client.V1Pod) -> None:
+        try:
+            self.core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    # -- the MIG manager -------------------------------------------------------------------------
+    def mig_manager(self, node: client.V1Node) -> None:
+        name = node.metadata.name
+        managers = [p for p in self.node_pods(name, APP_MIG) if live(p) and p.status.phase == "Running"]
+        config = (node.metadata.labels or {}).get(LABEL_CONFIG)
+        if not managers or not config:
+            return
+        key = (config, managers[0].metadata.uid)
+        with self.lock:
+            if self.mig_handled.get(name) == key or name in self.mig_busy:
+                return
+            self.mig_busy.add(name)
+        threading.Thread(target=self.reconfigure, args=(name, config, managers[0], key), daemon=True).start()
+
+    def reconfigure(self, name: str, config: str, manager: client.V1Pod, key: tuple[str, str]) -> None:
+        try:
+            self._reconfigure(name, config, manager)
+        except Exception:  # noqa: BLE001
+            log.exception("%s: reconfigure to %s failed", name, config)
+        finally:
+            with self.lock:
+                self.mig_handled[name] = key
+                self.mig_busy.discard(name)
+            self.enqueue(name)
+
+    def _set_labels(self, name: str, labels: dict) -> None:
+        self.core.patch_node(name, {"metadata": {"labels": labels}})
+
+    def _reconfigure(self, name: str, config: str, manager: client.V1Pod) -> None:
+        node = self.core.read_node(name)
+        hw = hardware(node)
+        volume = next((v for v in manager.spec.volumes or [] if v.name == "mig-parted-config"), None)
+        try:
+            if volume is None or volume.config_map is None:
+                raise migparted.MigPartedError("no mig-parted-config volume in the mig-manager pod")
+            cm = self.core.read_namespaced_config_map(volume.config_map.name, manager.metadata.namespace)
+            layout = migparted.apply(migparted.load((cm.data or {}).get("config.yaml", "")), config,
+                                     gpu_of(hw), hw["layout"])
+        except (migparted.MigPartedError, ApiException) as exc:
+            log.info("%s: %s invalid: %s", name, config, exc)
+            self._set_labels(name, {LABEL_STATE: "failed"})
+            return
+        if layout == hw["layout"]:
+            log.info("%s: selected MIG config %s is already applied", name, config)
+            self._set_labels(name, {LABEL_STATE: "success"})
+            return
+        deployed = {k: (node.metadata.labels or {}).get(k, "") for k in CLIENT_DEPLOY_LABELS}
+        self._set_labels(name, {LABEL_STATE: "pending",
+                                **{k: "false" if v == "false" else "paused-for-mig-change" for k, v in deployed.items()}})
+        restore = {k: "false" if v == "false" else "true" for k, v in deployed.items()}
+        deadline = time.monotonic() + 300
+        while any(live(p) or p.metadata.deletion_timestamp for a in CLIENT_APPS for p in self.node_pods(name, a)):
+            if time.monotonic() > deadline:
+                self._set_labels(name, {**restore, LABEL_STATE: "failed"})
+                return
+            time.sleep(0.2)
+        for workload_app, _ in WORKLOADS.values():
+            for pod in self.node_pods(name, workload_app):
+                self._delete_pod(pod)
+        time.sleep(REPARTITION_S)
+        node = self.core.read_node(name)
+        if (node.metadata.annotations or {}).get(ANN_IN_USE):
+            log.info("%s: In use by another client: %s", name, node.metadata.annotations[ANN_IN_USE])
+            self._set_labels(name, {**restore, LABEL_STATE: "failed"})
+            return
+        hw["layout"] = layout
+        self.core.patch_node(name, {"metadata": {"annotations": {ANN_GPUS: json.dumps(hw)}}})
+        for pod in self.node_pods(name, APP_VALIDATOR):
+            self._delete_pod(pod)
+        self._set_labels(name, restore)
+        self._set_labels(name, {LABEL_STATE: "success"})
+        log.info("%s: MIG config %s applied", name, config)
+
+    # -- run ----------------------------------------------------------------------------------
+    def run(self) -> None:
+        threads = [
+            threading.Thread(target=informer.run, args=(self.core.list_node, self.on_node, self.stop),
+                             kwargs={"name": "nodes"}, daemon=True),
+            threading.Thread(target=informer.run, args=(self.core.list_namespaced_pod, self.on_pod, self.stop),
+                             kwargs={"name": "pods", "namespace": self.namespace}, daemon=True),
+        ]
+        for t in threads:
+            t.start()
+        self.work()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m testbed.cluster.nodeagent", description=__doc__.splitlines()[0])
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--validator-manifests", required=True, type=Path,
+                        help="NVIDIA's validator/*.yaml (the gpu-operator module)")
+    parser.add_argument("--namespace", default="gpu-operator")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from testbed.cluster.kube import client_for
+    NodeAgent(client_for(args.kubeconfig), args.validator_manifests, args.namespace).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
