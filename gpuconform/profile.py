@@ -172,7 +172,9 @@ class GpuOperator(_Strict):
         default_factory=lambda: {"driver.enabled": False, "vgpuDeviceManager.enabled": False,
                                  "vfioManager.enabled": False, "sandboxDevicePlugin.enabled": False,
                                  "mig.strategy": "mixed"},
-        description="ClusterPolicy spec values, by dotted path (the article's Helm values)")
+        description="ClusterPolicy spec values, by dotted path (the article's Helm values), compared with what "
+                    "the operator acts on: an unset value counts as the operator's default "
+                    "(gpuconform/cluster/operator.py OPERATOR_DEFAULTS)")
     validator_driver_env: dict[str, str] = Field(
         default_factory=lambda: {"DISABLE_DEV_CHAR_SYMLINK_CREATION": "true"},
         description="env of the driver validator (spec.validator.driver.env)")
@@ -231,7 +233,8 @@ class ClusterTimeouts(_Strict):
     image_pull_s: float = Field(300, gt=0, description="a pod stuck pulling its image this long: give up")
     event_s: float = Field(60, gt=0, description="waiting for an expected event (FailedScheduling)")
     namespace_s: float = Field(60, gt=0, description="run namespace ready (service account) / pods deleted")
-    mig_reconfigure_s: float = Field(900, gt=0, description="mig.config.state back to success after a relabel")
+    mig_reconfigure_s: float = Field(900, gt=0, description="after a relabel: mig.config.state back to success "
+                                                            "and allocatable converged to the mig-parted config")
 
 
 class ClusterExpectations(_Strict):
@@ -245,19 +248,23 @@ class ClusterExpectations(_Strict):
 
 
 # -- kubeflow layer (tests/kubeflow) --------------------------------------------------------------
-#: Deployments (or ``statefulset/<name>``) of a Kubeflow 1.10 install from kubeflow/manifests,
-#: by namespace: the example install with oauth2-proxy + dex, istio, cert-manager, knative.
+#: Deployments (or ``statefulset/<name>``) of a Kubeflow 1.10 install, by namespace: what
+#: kubeflow/manifests v1.10.2 ``example/kustomization.yaml`` deploys (oauth2-proxy + dex, istio,
+#: cert-manager, knative serving, KServe, the Spark operator). Since v1.10.1 the example also
+#: installs the Spark operator (``applications/spark/spark-operator/base/resources.yaml``:
+#: spark-operator-controller, spark-operator-webhook); KServe brings
+#: kserve-localmodel-controller-manager (``applications/kserve/kserve/kserve_kubeflow.yaml``).
 KUBEFLOW_110_COMPONENTS: dict[str, tuple[str, ...]] = {
     "kubeflow": (
         "admission-webhook-deployment", "cache-server", "centraldashboard", "jupyter-web-app-deployment",
         "katib-controller", "katib-db-manager", "katib-mysql", "katib-ui", "kserve-controller-manager",
-        "kserve-models-web-app", "kubeflow-pipelines-profile-controller", "statefulset/metacontroller",
-        "metadata-envoy-deployment", "metadata-grpc-deployment", "metadata-writer", "minio", "ml-pipeline",
-        "ml-pipeline-persistenceagent", "ml-pipeline-scheduledworkflow", "ml-pipeline-ui",
+        "kserve-localmodel-controller-manager", "kserve-models-web-app", "kubeflow-pipelines-profile-controller",
+        "statefulset/metacontroller", "metadata-envoy-deployment", "metadata-grpc-deployment", "metadata-writer",
+        "minio", "ml-pipeline", "ml-pipeline-persistenceagent", "ml-pipeline-scheduledworkflow", "ml-pipeline-ui",
         "ml-pipeline-viewer-crd", "ml-pipeline-visualizationserver", "mysql", "notebook-controller-deployment",
-        "profiles-deployment", "pvcviewer-controller-manager", "tensorboard-controller-deployment",
-        "tensorboards-web-app-deployment", "training-operator", "volumes-web-app-deployment",
-        "workflow-controller"),
+        "profiles-deployment", "pvcviewer-controller-manager", "spark-operator-controller",
+        "spark-operator-webhook", "tensorboard-controller-deployment", "tensorboards-web-app-deployment",
+        "training-operator", "volumes-web-app-deployment", "workflow-controller"),
     "istio-system": ("istiod", "istio-ingressgateway", "cluster-local-gateway"),
     "auth": ("dex",),
     "oauth2-proxy": ("oauth2-proxy",),
@@ -265,6 +272,12 @@ KUBEFLOW_110_COMPONENTS: dict[str, tuple[str, ...]] = {
     "knative-serving": ("activator", "autoscaler", "controller", "net-istio-controller",
                         "net-istio-webhook", "webhook"),
 }
+
+#: Who may hold ClusterRole cluster-admin by default: the apiserver's own binding of
+#: system:masters, kubeadm's (>= 1.29) binding of its admin.conf group kubeadm:cluster-admins,
+#: and the Kubeflow profiles controller (kubeflow/manifests applications/profiles/upstream/rbac).
+KUBEFLOW_CLUSTER_ADMIN_SUBJECTS = ("Group:system:masters", "Group:kubeadm:cluster-admins",
+                                   "ServiceAccount:kubeflow:profiles-controller-service-account")
 
 
 class KubeflowAccount(_Strict):
@@ -294,18 +307,17 @@ class KubeflowWebApp(_Strict):
     path: str = Field(..., description="GET path; {namespace} becomes the user's profile namespace")
     keys: tuple[str, ...] = Field((), description="top-level JSON keys the answer must have")
     equals: dict[str, Any] = Field(default_factory=dict, description="top-level JSON values the answer must have")
-    xsrf_from: str | None = Field(None, description="page that sets the XSRF-TOKEN cookie sent back as X-XSRF-TOKEN")
 
 
 KUBEFLOW_WEB_APPS = (
     KubeflowWebApp(name="pipelines", path="/pipeline/apis/v2beta1/healthz",
                    keys=("apiServerReady", "multi_user", "apiServerTagName"), equals={"apiServerReady": True}),
     KubeflowWebApp(name="notebooks", path="/jupyter/api/namespaces/{namespace}/notebooks",
-                   keys=("notebooks", "success"), equals={"success": True}, xsrf_from="/jupyter/"),
+                   keys=("notebooks", "success"), equals={"success": True}),
     KubeflowWebApp(name="volumes", path="/volumes/api/namespaces/{namespace}/pvcs",
-                   keys=("pvcs", "success"), equals={"success": True}, xsrf_from="/volumes/"),
+                   keys=("pvcs", "success"), equals={"success": True}),
     KubeflowWebApp(name="tensorboards", path="/tensorboards/api/namespaces/{namespace}/tensorboards",
-                   keys=("tensorboards", "success"), equals={"success": True}, xsrf_from="/tensorboards/"),
+                   keys=("tensorboards", "success"), equals={"success": True}),
     KubeflowWebApp(name="dashboard-links", path="/api/dashboard-links",
                    keys=("menuLinks", "externalLinks", "documentationItems", "quickLinks")),
 )
@@ -327,14 +339,17 @@ class KubeflowExpectations(_Strict):
     account: KubeflowAccount = KubeflowAccount()
     second_account: KubeflowAccount | None = Field(
         None, description="another user: must get 403 on account's namespace (tenant isolation)")
-    ingress: KubeflowIngress = KubeflowIngress()
+    ingress: KubeflowIngress | None = Field(
+        None, description="the Ingress in front of the istio gateway, declared when the platform has one (the "
+                          "article's ingress-kubeflow: `ingress: {}`); null: none is checked (kubeflow/manifests' "
+                          "example install has no Ingress, its gateway Service is ClusterIP)")
     issuer: KubeflowIssuer = KubeflowIssuer()
     components: dict[str, tuple[str, ...]] = Field(
         default_factory=lambda: dict(KUBEFLOW_110_COMPONENTS),
         description="namespace -> Deployments (statefulset/<name> for StatefulSets) that must be available")
     web_apps: tuple[KubeflowWebApp, ...] = Field(KUBEFLOW_WEB_APPS, description="endpoints that must answer the user")
     cluster_admin_subjects: tuple[str, ...] = Field(
-        ("Group:system:masters", "ServiceAccount:kubeflow:profiles-controller-service-account"),
+        KUBEFLOW_CLUSTER_ADMIN_SUBJECTS,
         description="the only subjects (Kind:name or Kind:namespace:name) bound to ClusterRole cluster-admin")
     timeouts: KubeflowTimeouts = KubeflowTimeouts()
 

@@ -66,8 +66,8 @@ class Results:
 
 @pytest.fixture
 def run_kubeflow(kubeflow_bed, tmp_path):
-    """Runs the kubeflow layer against the bed; ``k`` narrows to some checks, ``env``/``profile``
-    change the password given or the profile's kubeflow section."""
+    """Runs the kubeflow layer against the bed; ``k`` narrows to some checks, ``env`` changes the
+    passwords given, other keywords the profile's kubeflow section (``field=None``: its default)."""
     count = [0]
 
     def run(*, k: str | None = None, env: dict | None = None, **profile_changes) -> Results:
@@ -88,7 +88,7 @@ def run_kubeflow(kubeflow_bed, tmp_path):
 @pytest.fixture
 def fault(kubeflow_bed):
     """Apply faults for one test: ``fault.stack(**settings)``, ``fault.dex_down()``,
-    ``fault.webapps(fail_prefixes=..., open_tenants=...)``, ``fault.objects(name)``; healed after."""
+    ``fault.webapps(fail_prefixes=..., open_tenants=...)``, the cluster-side ones below; healed after."""
     healers = []
 
     class Faults:
@@ -117,6 +117,10 @@ def fault(kubeflow_bed):
 
         def ingress_elsewhere(self):
             kubeflow_bed.objects.route_ingress_elsewhere()
+            healers.append(kubeflow_bed.objects.restore_ingress)
+
+        def ingress_gone(self):
+            kubeflow_bed.objects.delete_ingress()
             healers.append(kubeflow_bed.objects.restore_ingress)
 
         def component_gone(self, namespace, name):

@@ -3,8 +3,11 @@ on the good bed and each fault fails its check with a message naming the cause."
 from __future__ import annotations
 
 import pytest
+import requests
 
-from testbed.kubeflow.stack import DEFAULT_PASSWORD
+from gpuconform.kubeflow import login, webapps
+from gpuconform.kubeflow.http import send
+from testbed.kubeflow.stack import COOKIE, DEFAULT_PASSWORD
 
 LOGIN_ONLY = "test_login or test_env_info_user"
 
@@ -14,6 +17,14 @@ def test_good_bed_passes_everything(run_kubeflow, kubeflow_bed):
     bad = {k: v for k, v in res.verdicts().items() if v != "pass"}
     assert not bad, f"{bad}\n{[(r['check_id'], r['message']) for r in res.results if r['verdict'] != 'pass']}"
     assert len(res.results) >= 60
+    # what kubeflow/manifests v1.10.2 deploys beyond 1.10.0 is checked, and found
+    for new_in_1_10_2 in ("spark-operator-controller", "spark-operator-webhook", "kserve-localmodel-controller-manager"):
+        assert res.one("kubeflow.components.available", f"kubeflow/{new_in_1_10_2}")["verdict"] == "pass"
+    # the article's profile declares its Ingress: checked and found
+    assert res.one("kubeflow.ingress.routes")["verdict"] == "pass"
+    # kubeadm's binding of its admin group is on the bed and allowed
+    admin = res.one("kubeflow.security.cluster_admin")
+    assert "Group:kubeadm:cluster-admins: kubeadm:cluster-admins" in admin["evidence"], admin["evidence"]
     login = res.one("kubeflow.login.session")
     assert "session cookie(s): oauth2_proxy_kubeflow" in login["evidence"]
     assert "dex credentials" in login["evidence"] and "oauth2-proxy callback" in login["evidence"]
@@ -146,7 +157,8 @@ def test_cluster_side_faults(run_kubeflow, fault):
     res = run_kubeflow(k="test_cluster_admin_subjects or test_issuer_ready or test_component_available or test_ingress")
     admin = res.one("kubeflow.security.cluster_admin")
     assert admin["verdict"] == "fail"
-    assert "ServiceAccount:ml-platform:platform-controller (binding ml-platform-cluster-admin)" in admin["message"]
+    assert admin["message"].startswith("cluster-admin also held by ServiceAccount:ml-platform:platform-controller "
+                                       "(binding ml-platform-cluster-admin), expected only "), admin["message"]
     issuer = res.one("kubeflow.certmanager.issuer_ready")
     assert (issuer["verdict"], issuer["message"].split(" (")[0]) == (
         "fail", "ClusterIssuer kubeflow-self-signing-issuer Ready=False"), issuer["message"]
@@ -170,3 +182,78 @@ def test_password_from_a_file(run_kubeflow, kubeflow_bed, tmp_path):
                                 "password_env": None, "password_file": str(secret)})
     assert res.one("kubeflow.login.session")["verdict"] == "pass"
     assert kubeflow_bed.env["GPUCONFORM_KUBEFLOW_PASSWORD"] not in res.text()
+
+
+def test_kubeadm_admin_group_passes_with_the_default_subjects(run_kubeflow, kubeflow_bed):
+    """Finding 5: kubeadm (>= 1.29) binds group kubeadm:cluster-admins to cluster-admin; the
+    profile's default allowed subjects accept it (the bed carries that binding as kubeadm writes it)."""
+    binding = kubeflow_bed.objects.rbac.read_cluster_role_binding("kubeadm:cluster-admins")
+    assert [(s.kind, s.name) for s in binding.subjects] == [("Group", "kubeadm:cluster-admins")]
+    res = run_kubeflow(k="test_cluster_admin_subjects", cluster_admin_subjects=None)
+    admin = res.one("kubeflow.security.cluster_admin")
+    assert admin["verdict"] == "pass", admin["message"]
+    assert "Group:kubeadm:cluster-admins: kubeadm:cluster-admins" in admin["evidence"]
+    assert "Group:system:masters: cluster-admin" in admin["evidence"]
+
+
+def test_missing_spark_operator_is_named(run_kubeflow, fault):
+    """Finding 7: a component 1.10.2 deploys (the Spark operator, new in v1.10.1's example) is
+    not deployed: its check fails naming it, its siblings pass."""
+    fault.component_gone("kubeflow", "spark-operator-controller")
+    res = run_kubeflow(k="test_component_available")
+    gone = res.one("kubeflow.components.available", "kubeflow/spark-operator-controller")
+    assert (gone["verdict"], gone["message"]) == (
+        "fail", "Deployment/spark-operator-controller not found in namespace kubeflow, expected all replicas available")
+    for sibling in ("spark-operator-webhook", "kserve-localmodel-controller-manager"):
+        assert res.one("kubeflow.components.available", f"kubeflow/{sibling}")["verdict"] == "pass"
+    assert [k for k, v in res.verdicts().items() if v != "pass"] == [
+        "kubeflow.components.available[kubeflow/spark-operator-controller]"]
+
+
+def test_ingress_is_checked_only_when_the_profile_declares_it(run_kubeflow, fault):
+    """Finding 7: no Ingress, as an install from kubeflow/manifests' example has: with the default
+    profile (no kubeflow.ingress) nothing fails; with the article's profile, which declares
+    ingress-kubeflow, both Ingress checks fail."""
+    fault.ingress_gone()
+    default = run_kubeflow(k="test_ingress", ingress=None)
+    for check_id in ("kubeflow.ingress.routes", "kubeflow.ingress.tls_host"):
+        r = default.one(check_id)
+        assert r["verdict"] == "skip" and "declares no kubeflow.ingress" in r["message"], r
+    article = run_kubeflow(k="test_ingress")
+    for check_id in ("kubeflow.ingress.routes", "kubeflow.ingress.tls_host"):
+        r = article.one(check_id)
+        assert (r["verdict"], r["message"]) == (
+            "fail", "Ingress istio-system/ingress-kubeflow not found, expected it (kubeflow.ingress declares it)"), r
+
+
+def test_web_apps_through_the_gateway_with_several_xsrf_cookies(kubeflow_bed):
+    """Finding 4 through real oauth2-proxy: after the user opened the three crud apps the session
+    holds three XSRF-TOKEN cookies (Path=/jupyter, /volumes, /tensorboards); the library's GETs
+    need none of them, its POSTs send each app's own and pass, a POST without it gets 403."""
+    first = kubeflow_bed.users[0]
+    url, ca = kubeflow_bed.stack.url, str(kubeflow_bed.stack.ca.bundle)
+    session = login.login(url, first.email, first.password, cookie_name=COOKIE, verify=ca).session
+    apps = {"/jupyter": "notebooks", "/volumes": "pvcs", "/tensorboards": "tensorboards"}
+    for prefix in apps:
+        assert send(session, "GET", f"{url}{prefix}/", what=prefix, timeout=15).status_code == 200
+    assert sorted(c.path for c in session.cookies if c.name == "XSRF-TOKEN") == sorted(apps)
+    with pytest.raises(requests.cookies.CookieConflictError):
+        session.cookies.get("XSRF-TOKEN")
+    for prefix, kind in apps.items():
+        path = f"{prefix}/api/namespaces/{first.namespace}/{kind}"
+        got = webapps.request_json(session, url, path, timeout=15)
+        assert (got.status, got.xsrf) == (200, False), got.excerpt()
+        posted = webapps.request_json(session, url, path, timeout=15, method="POST", body={})
+        assert (posted.status, posted.xsrf) == (200, True), posted.excerpt()
+        bare = send(session, "POST", f"{url}{path}", what=path, timeout=15, json={})
+        assert bare.status_code == 403, bare.text
+
+
+def test_profiles_are_written_as_upstream_and_read_as_v1(kubeflow_bed):
+    """The bed writes Profiles as kubeflow/manifests does (kubeflow.org/v1beta1); the CRD serves
+    v1 too, which the suite reads."""
+    first = kubeflow_bed.users[0]
+    custom = kubeflow_bed.objects.custom
+    for version in ("v1beta1", "v1"):
+        obj = custom.get_cluster_custom_object("kubeflow.org", version, "profiles", first.namespace)
+        assert (obj["apiVersion"], obj["spec"]["owner"]) == (f"kubeflow.org/{version}", {"kind": "User", "name": first.email})

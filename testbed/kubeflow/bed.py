@@ -71,9 +71,13 @@ class KubeflowBed:
         return section
 
     def profile(self, path: Path, base: Path = REPO / "profiles" / "seed-h100.yaml", **changes) -> Path:
-        """``base`` with its ``kubeflow:`` section pointing at this bed (``changes`` on top)."""
+        """``base`` with its ``kubeflow:`` section pointing at this bed: the bed's URL, CA and
+        accounts replace base's, ``changes`` go on top (``field=None`` drops the field, so the
+        profile's default applies); base's other expectations (its Ingress, its cluster-admin
+        subjects...) stay."""
         doc = yaml.safe_load(base.read_text())
         doc["name"] = f"{doc['name']}-simulated"  # the article's platform, as the test bed serves it
-        doc["kubeflow"] = self.kubeflow_section(**changes)
+        section = {**(doc.get("kubeflow") or {}), **self.kubeflow_section(**changes)}
+        doc["kubeflow"] = {k: v for k, v in section.items() if not (k in changes and changes[k] is None)}
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path

@@ -21,7 +21,7 @@ from gpuconform.kubeflow.login import DEFAULT_PASSWORD
 from gpuconform.plugin import keys
 from gpuconform.plugin.cluster_fixtures import Evidence
 from gpuconform.plugin.gating import Gate
-from gpuconform.profile import KubeflowAccount, KubeflowExpectations
+from gpuconform.profile import KubeflowAccount, KubeflowExpectations, KubeflowIngress
 from gpuconform.redact import redact
 
 LOGIN = "kubeflow.login.session"
@@ -131,6 +131,15 @@ def kf(pytestconfig: pytest.Config, kubeflow_expected: KubeflowExpectations) -> 
     if KF_RUN not in pytestconfig.stash:
         pytestconfig.stash[KF_RUN] = KubeflowRun(kubeflow_expected)
     return pytestconfig.stash[KF_RUN]
+
+
+@pytest.fixture
+def kubeflow_ingress(kubeflow_expected: KubeflowExpectations) -> KubeflowIngress:
+    """The Ingress the profile declares (kubeflow.ingress); the check skips when it declares none."""
+    if kubeflow_expected.ingress is None:
+        pytest.skip("the profile declares no kubeflow.ingress: no Ingress to check "
+                    "(kubeflow/manifests' example install has none)")
+    return kubeflow_expected.ingress
 
 
 @pytest.fixture

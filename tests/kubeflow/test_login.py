@@ -28,7 +28,7 @@ def test_login(kf, kubeflow_expected, kf_evidence):
        needs=[ "kubeflow.login.session"])
 def test_env_info_user(kf, kf_login, request, kf_evidence):
     """GET /api/workgroup/env-info as the logged-in user names that user."""
-    a = webapps.get_json(kf_login.session, kf.url, "/api/workgroup/env-info", timeout=kf.timeout)
+    a = webapps.request_json(kf_login.session, kf.url, "/api/workgroup/env-info", timeout=kf.timeout)
     kf_evidence.add("env-info", a.excerpt())
     version = (a.body.get("platform") or {}).get("kubeflowVersion") if a.is_json_object() else None
     if version:
@@ -39,7 +39,7 @@ def test_env_info_user(kf, kf_login, request, kf_evidence):
 
 
 @check("kubeflow.identity.profile_namespace", "The user's profile namespace exists",
-       fix="create the Profile (kubeflow.org/v1) owned by the user; the profile controller creates its namespace",
+       fix="create the Profile (kubeflow.org/v1beta1 or v1) owned by the user; the profile controller creates its namespace",
        needs=["kubeflow.login.session"])
 def test_profile_namespace(cluster, kf, kf_login, kubeflow_expected, kf_evidence):
     """The namespace kubeflow.account.namespace exists and its Profile is owned by the account."""

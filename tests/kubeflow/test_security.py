@@ -37,7 +37,7 @@ def test_second_user_forbidden(kf, kf_login, kubeflow_expected, kf_evidence):
     other = kf.account_login(second)
     assert not isinstance(other, Exception), f"{second.username} could not log in: {other}"
     path = f"/jupyter/api/namespaces/{kubeflow_expected.account.namespace}/notebooks"
-    a = webapps.get_json(other.session, kf.url, path, timeout=kf.timeout, xsrf_from="/jupyter/")
+    a = webapps.request_json(other.session, kf.url, path, timeout=kf.timeout)
     kf_evidence.add(f"{second.username} asks for another tenant's notebooks", a.excerpt())
     assert a.status == 403, f"{second.username} got HTTP {a.status} on {path}, expected 403"
 

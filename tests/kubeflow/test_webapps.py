@@ -10,7 +10,7 @@ from gpuconform.kubeflow import webapps
 def test_web_app_answers(kf, kf_login, kubeflow_expected, web_app, kf_evidence):
     """GET kubeflow.web_apps[].path for the user's namespace answers 200 with the listed keys and values."""
     path = web_app.path.format(namespace=kubeflow_expected.account.namespace)
-    a = webapps.get_json(kf_login.session, kf.url, path, timeout=kf.timeout, xsrf_from=web_app.xsrf_from)
+    a = webapps.request_json(kf_login.session, kf.url, path, timeout=kf.timeout)
     kf_evidence.add(web_app.name, a.excerpt())
     problems = webapps.shape_problems(a.body, web_app.keys, web_app.equals) if a.status == 200 else []
     assert a.status == 200 and not problems, (
