@@ -15,7 +15,7 @@ kubeflow-bins:
 # The kubeflow layer against a fresh bed (stopped afterwards, also on failure or Ctrl-C). The bed
 # is production-like: the default password is refused, so every check passes; the report is in
 # reports/ with the login evidence (no secrets).
-demo-kubeflow: deps cluster-bins kubeflow-bins
+demo-kubeflow: deps cluster-bins gpu-operator-bins kubeflow-bins
 	$(PY) -m testbed.kubeflow run --state $(DEMO_KUBEFLOW_STATE) -- \
 	  $(PY) -m pytest -m kubeflow --profile={profile} --kubeconfig={kubeconfig} \
 	    --report-dir=reports $(PYTEST_ARGS) \
