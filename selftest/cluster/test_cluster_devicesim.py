@@ -141,3 +141,10 @@ def test_echo_text_of_validator_style_commands():
 def test_echo_text_stops_at_the_shell_separator():
     pod = _pod({}, ["sh", "-c"], ["echo all validations are successful; while true; do sleep 86400; done"])
     assert echo_text(pod) == "all validations are successful"
+
+
+def test_init_container_ask_counts_like_the_scheduler_counts_it():
+    pod = _pod({"nvidia.com/gpu": "1"})
+    pod.spec.init_containers = [client.V1Container(name="i", resources=client.V1ResourceRequirements(
+        limits={"nvidia.com/mig-1g.10gb": "1", "nvidia.com/gpu": "1"}))]
+    assert gpu_requests(pod) == {"nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 1}

@@ -7,6 +7,7 @@ import requests
 
 from gpuconform.kubeflow import login, webapps
 from gpuconform.kubeflow.http import send
+from runner import run_suite
 from testbed.kubeflow.stack import COOKIE, DEFAULT_PASSWORD
 
 LOGIN_ONLY = "test_login or test_env_info_user"
@@ -33,6 +34,22 @@ def test_good_bed_passes_everything(run_kubeflow, kubeflow_bed):
     for secret in (*kubeflow_bed.env.values(), DEFAULT_PASSWORD):
         assert secret not in text
     assert "eyJ" not in text
+
+
+def test_article_platform_accepted_by_cluster_and_kubeflow_layers(kubeflow_bed, tmp_path):
+    """The article's platform -- NVIDIA's GPU Operator reconciled by its real controller, the
+    Kubeflow install behind real dex and oauth2-proxy -- is ACCEPTED by both layers in one run."""
+    profile = kubeflow_bed.profile(tmp_path / "profile.yaml")
+    proc, doc = run_suite("-m", "cluster or kubeflow", "-q", f"--profile={profile}",
+                          f"--kubeconfig={kubeflow_bed.cluster.kubeconfig}", report_dir=tmp_path / "reports",
+                          timeout=600, env=kubeflow_bed.env)
+    assert doc is not None, proc.stdout[-3000:]
+    bad = [(r["check_id"], r["param"], r["verdict"], r["message"]) for r in doc["results"]
+           if r["verdict"] in ("fail", "error", "blocked")]
+    assert not bad, bad
+    assert doc["verdict"]["word"] == "ACCEPTED" and proc.returncode == 0, (doc["verdict"], proc.stdout[-2000:])
+    layers = {r["check_id"].split(".")[0] for r in doc["results"]}
+    assert layers == {"cluster", "kubeflow"}
 
 
 def test_wrong_password_is_named(run_kubeflow):

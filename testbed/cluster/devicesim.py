@@ -105,17 +105,25 @@ def node_devices(node: client.V1Node) -> list[Device]:
     return limited
 
 
+def _gpu_asked(container) -> dict[str, int]:
+    res = container.resources
+    asked = dict((res.limits or {}) if res else {})
+    for k, v in ((res.requests or {}) if res else {}).items():
+        asked.setdefault(k, v)
+    return {k: int(str(v)) for k, v in asked.items() if k == RESOURCE_GPU or k.startswith(RESOURCE_MIG_PREFIX)}
+
+
 def gpu_requests(pod: client.V1Pod) -> dict[str, int]:
-    """GPU/MIG extended resources the pod asks for (limits; requests must equal them)."""
+    """GPU/MIG extended resources the pod asks for (limits; requests must equal them): the sum
+    over its containers, or an init container's ask where larger (the pod's effective request,
+    as the scheduler computes it; the device plugin validator asks in its init container)."""
     total: dict[str, int] = {}
     for c in pod.spec.containers or []:
-        res = c.resources
-        asked = dict((res.limits or {}) if res else {})
-        for k, v in ((res.requests or {}) if res else {}).items():
-            asked.setdefault(k, v)
-        for k, v in asked.items():
-            if k == RESOURCE_GPU or k.startswith(RESOURCE_MIG_PREFIX):
-                total[k] = total.get(k, 0) + int(str(v))
+        for k, v in _gpu_asked(c).items():
+            total[k] = total.get(k, 0) + v
+    for c in pod.spec.init_containers or []:
+        for k, v in _gpu_asked(c).items():
+            total[k] = max(total.get(k, 0), v)
     return {k: v for k, v in total.items() if v > 0}
 
 

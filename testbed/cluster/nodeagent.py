@@ -314,11 +314,15 @@ class NodeAgent:
         for c in [*body["spec"].get("initContainers", []), *body["spec"]["containers"]]:
             c["image"] = image
         if workload_app == WORKLOADS["plugin"][0]:
-            res = sorted(k for k, v in (node.status.allocatable or {}).items()
-                         if k.startswith("nvidia.com/") and int(str(v)) > 0)
-            if res:
-                for c in body["spec"]["containers"]:
-                    c["resources"] = {"limits": {res[0]: "1"}, "requests": {res[0]: "1"}}
+            # the first init container asks one device: a MIG resource if the node has one, else
+            # a whole GPU (validator/main.go runWorkload, getGPUResourceName)
+            offered = sorted(k for k, v in (node.status.allocatable or {}).items()
+                             if k.startswith("nvidia.com/") and int(str(v)) > 0)
+            res = next((r for r in offered if r.startswith("nvidia.com/mig-")), offered[0] if offered else None)
+            if res is None:
+                log.info("%s: plugin validation: unable to find any allocatable GPU resource", node.metadata.name)
+                return
+            body["spec"]["initContainers"][0]["resources"] = {"limits": {res: "1"}, "requests": {res: "1"}}
         self.core.create_namespaced_pod(ns, body)
         log.info("%s: %s created by the validator", node.metadata.name, workload_app)
 

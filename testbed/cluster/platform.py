@@ -168,6 +168,21 @@ class Platform:
         self.rendered = operator.install(self.api, self.values, namespace=NAMESPACE)
         return self.rendered
 
+    def upgrade(self, values: dict | None, *, settled=None, timeout: float = 180) -> None:
+        """``helm upgrade`` with ``values`` over the article's (None: back to the article's).
+        The operator then rolls its operands at its own pace: wait until ``settled()`` (the
+        change the caller made is visible) and the platform is healthy again."""
+        self.values = operator.merge_values(operator.ARTICLE_VALUES, values or {})
+        self.rendered = operator.upgrade(self.api, self.rendered, self.values, namespace=NAMESPACE)
+        if settled is not None:
+            wait_for("the upgrade to take effect", settled, timeout)
+        self.wait_healthy(timeout)
+
+    def gpu_allocatable(self) -> dict[str, dict[str, str]]:
+        """Per GPU worker, its non-zero nvidia.com/* allocatable."""
+        return {w.name: {k: str(v) for k, v in (self.core.read_node(w.name).status.allocatable or {}).items()
+                         if k.startswith("nvidia.com/") and str(v) != "0"} for w in self.workers}
+
     # -- health -----------------------------------------------------------------------------
     def cluster_policy(self) -> dict:
         return self.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY)

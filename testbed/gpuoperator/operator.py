@@ -126,6 +126,24 @@ def install(api: client.ApiClient, values: dict, *, namespace: str = NAMESPACE) 
     return objects
 
 
+def upgrade(api: client.ApiClient, previous: list[dict], values: dict, *, namespace: str = NAMESPACE) -> list[dict]:
+    """``helm upgrade``: apply the newly rendered objects, delete those the release no longer
+    renders (e.g. a ConfigMap of ``migManager.config.create``). Returns the new objects."""
+    objects = render(values, namespace=namespace)
+    apply(api, objects, namespace=namespace)
+    keep = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    dyn = dynamic.DynamicClient(api)
+    for o in previous:
+        if (o["kind"], o["metadata"]["name"]) not in keep:
+            resource = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
+            try:
+                resource.delete(name=o["metadata"]["name"], namespace=namespace if resource.namespaced else None)
+            except ApiException as exc:
+                if exc.status != 404:
+                    raise
+    return objects
+
+
 def controller_container(objects: list[dict]) -> dict:
     """The gpu-operator container of the chart's Deployment."""
     for o in objects:
