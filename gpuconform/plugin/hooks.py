@@ -10,16 +10,16 @@ import pytest
 from gpuconform import __version__
 from gpuconform import profile as profile_mod
 from gpuconform.checks import fix_for
-from gpuconform.node.facts import CannotTell, Unavailable
+from gpuconform.node.facts import Unavailable
 from gpuconform.plugin import keys
 from gpuconform.report import html as report_html
+from gpuconform.report import junit
 from gpuconform.report import record as rec
 from gpuconform.report import waivers as waivers_mod
 from gpuconform.report.fingerprint import cluster_summary, host_summary
 from gpuconform.report.model import LAYERS
 from gpuconform.report.run import RunReport
 
-COULD_NOT_CHECK = rec.COULD_NOT_CHECK
 CSS = Path(__file__).resolve().parent.parent / "report" / "report.css"
 
 
@@ -55,11 +55,13 @@ class Hooks:
         self._cluster_noted = False
         self.run: RunReport | None = None
         self.json_path = None
-        if not (opt.gpuconform_no_reports or opt.collectonly or hasattr(config, "workerinput")):
+        # the verdict (and so the exit code) is drawn on the controller even with --no-reports
+        if not (opt.collectonly or hasattr(config, "workerinput")):
             selection = " ".join(f"{flag} {val!r}" for flag, val in (("-m", opt.markexpr), ("-k", opt.keyword)) if val)
             self.run = RunReport(self.profile, self.waivers, Path(config.rootpath),
                                  tuple(config.invocation_params.args), selection or None, self.today)
-            self._plan_reports()
+            if not opt.gpuconform_no_reports:
+                self._plan_reports()
 
     def _plan_reports(self) -> None:
         opt = self.config.option
@@ -111,12 +113,12 @@ class Hooks:
     # -- running ------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
+        """``Unavailable`` (the host has no means to tell) is a skip; every other ``CannotTell``
+        goes on as an exception: the result is an error ("could not check")."""
         try:
             return (yield)
         except Unavailable as exc:
             pytest.skip(str(exc))
-        except CannotTell as exc:
-            pytest.skip(COULD_NOT_CHECK + str(exc))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -135,6 +137,8 @@ class Hooks:
         record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
         waivers_mod.apply(self.waivers, record, self.today)
         report.gpuconform_record = record
+        if rec.could_not_check(call):  # one line, not a traceback through the facts accessors
+            report.longrepr = record["message"]
         if facts is not None and facts.host not in self._summarized:
             self._summarized.add(facts.host)
             report.gpuconform_host = rec.redact_obj(host_summary(facts))
@@ -156,7 +160,15 @@ class Hooks:
             return
         report.extras = [*getattr(report, "extras", []), html.extras.html(report_html.detail(record))]
 
+    def pytest_report_teststatus(self, report: pytest.TestReport):
+        """A check that could not check in its call phase is an ERROR (E), not a FAILED rule."""
+        if rec.verdict_in(report) == "error" and report.when == "call":
+            return "error", "E", ("ERROR", {"red": True})
+        return None
+
+    @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written the testcase
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        junit.error_not_failure(self.config, report)
         if self.run is not None:
             self.run.add(report)
 
@@ -186,16 +198,26 @@ class Hooks:
 
     # -- reports ------------------------------------------------------------------------------
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Writes the JSON before pytest-html (trylast) renders the page, so the page carries its sha256."""
-        if self.run is not None and self.json_path is not None:
+        """Draws the verdict and sets the exit code from it: 0 only when ACCEPTED, 1 when REJECTED
+        (failures, errors, an expired waiver, nothing ran); pytest's own codes for an interrupted
+        run (2), an internal error (3) and bad input (4) stay. Writes the JSON before pytest-html
+        (trylast) renders the page, so the page carries its sha256."""
+        if self.run is None:
+            return
+        self.run.interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+        if self.json_path is not None:
             self.run.write_json(self.json_path)
-            # every failure waived by a valid waiver: the platform is accepted, and so is the run
-            if self.run.doc["verdict"]["word"] == "ACCEPTED" and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
-                session.exitstatus = pytest.ExitCode.OK
+        else:
+            self.run.document()
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
+                                  pytest.ExitCode.NO_TESTS_COLLECTED):
+            accepted = self.run.doc["verdict"]["word"] == "ACCEPTED"
+            session.exitstatus = pytest.ExitCode.OK if accepted else pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.run is not None and self.run.doc is not None:
             v = self.run.doc["verdict"]
             why = f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""
             terminalreporter.write_line(f"gpuconform: {v['word']}{why}")
-            terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")
+            if self.json_path is not None:
+                terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")

@@ -18,8 +18,14 @@ MARKERS = {
 }
 
 
+#: The exit code is drawn from the run's verdict (gpuconform/plugin/hooks.py: pytest_sessionfinish).
+EXIT_CODES = ("exit code: 0 ACCEPTED (everything passed, or every failure waived); 1 REJECTED "
+              "(a failure, an error = could not check, an expired waiver, or no check ran); "
+              "2 interrupted (the report of what finished is written); 4 bad input (one line naming it)")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("gpuconform", "gpuconform platform conformance")
+    group = parser.getgroup("gpuconform", f"gpuconform platform conformance; {EXIT_CODES}")
     group.addoption("--profile", dest="gpuconform_profile", metavar="PATH",
                     default=os.environ.get("GPUCONFORM_PROFILE"),
                     help="platform profile YAML (default: $GPUCONFORM_PROFILE, else profiles/seed-h100.yaml)")

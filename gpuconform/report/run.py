@@ -28,6 +28,7 @@ class RunReport:
         self.hosts: dict[str, dict] = {}
         self.platform: dict = {}
         self.doc: dict | None = None
+        self.interrupted = False
         self.json_sha256: str | None = None
 
     def add(self, report) -> None:
@@ -59,7 +60,7 @@ class RunReport:
              "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
              "hosts": [self.hosts[h] for h in sorted(self.hosts)], **self.platform}
         doc = {"schema": Results.model_fields["schema_"].default,
-               "verdict": overall(records, waiver_states, ran).model_dump(),
+               "verdict": overall(records, waiver_states, ran, self.interrupted).model_dump(),
                "fingerprint": f, "counts": counts, "layers": layers, "waivers": waiver_states,
                "results": records}
         # validate against the documented model: a record that breaks the schema fails loudly here
