@@ -3,15 +3,17 @@ and the reports (JSON here, HTML through pytest-html's hooks, JUnit through user
 The logic lives in gpuconform/report/; this file wires it to pytest."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from gpuconform import __version__
 from gpuconform import profile as profile_mod
+from gpuconform import yamlfile
 from gpuconform.checks import fix_for
 from gpuconform.node.facts import Unavailable
-from gpuconform.plugin import keys
+from gpuconform.plugin import inputs, keys
 from gpuconform.report import html as report_html
 from gpuconform.report import junit
 from gpuconform.report import record as rec
@@ -36,21 +38,45 @@ def _chroot_paths(config: pytest.Config) -> None:
     config.option.connection = "chroot"
 
 
+def _move_html_report(config: pytest.Config, path: Path) -> None:
+    """pytest-html fixes its output path when it is configured; a report folder that refuses the
+    files at the end moves it (pytest-html has no public way to)."""
+    try:
+        from pytest_html.basereport import BaseReport
+    except ImportError:
+        return
+    for plugin in config.pluginmanager.get_plugins():
+        if isinstance(plugin, BaseReport) and hasattr(plugin, "_report_path"):
+            plugin._report_path = path
+
+
 class Hooks:
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config, suite: Path):
+        """Every input is checked here, once, before anything runs (one line, exit 4)."""
         self.config = config
+        self.suite = suite
         opt = config.option
-        path = opt.gpuconform_profile or str(Path(config.rootpath, "profiles", "seed-h100.yaml"))
+        path = opt.gpuconform_profile or str(Path(suite, "profiles", "seed-h100.yaml"))
         try:
             self.profile = profile_mod.load(path)
             self.waivers = waivers_mod.load(opt.gpuconform_waivers) if opt.gpuconform_waivers else ()
         except (profile_mod.ProfileError, waivers_mod.WaiverError) as exc:
             raise pytest.UsageError(str(exc)) from None
+        if opt.gpuconform_kubeconfig:
+            yamlfile.read_mapping(opt.gpuconform_kubeconfig, "kubeconfig (--kubeconfig)", inputs.InputError)
+        for flag, value in (("--ssh-config", getattr(opt, "ssh_config", None)),
+                            ("--ssh-identity-file", getattr(opt, "ssh_identity_file", None))):
+            if value:
+                yamlfile.read_file(value, flag, inputs.InputError)
         self.today = waivers_mod.today_utc()
         config.stash[keys.PROFILE] = self.profile
-        if not getattr(opt, "hosts", None) and self.profile.profile.hosts:
-            opt.hosts = ",".join(self.profile.profile.hosts)
+        where = "--hosts"
+        if getattr(opt, "hosts", None) is None and self.profile.profile.hosts:
+            opt.hosts, where = ",".join(self.profile.profile.hosts), f"{self.profile.path}: hosts:"
         _chroot_paths(config)
+        if getattr(opt, "hosts", None) is not None:
+            opt.hosts = inputs.host_specs(opt.hosts, getattr(opt, "connection", None), where,
+                                          self.profile.profile.timeouts.ssh_connect_s)
         self._summarized: set[str] = set()  # hosts whose summary this process already sent
         self._cluster_noted = False
         self.run: RunReport | None = None
@@ -58,24 +84,29 @@ class Hooks:
         # the verdict (and so the exit code) is drawn on the controller even with --no-reports
         if not (opt.collectonly or hasattr(config, "workerinput")):
             selection = " ".join(f"{flag} {val!r}" for flag, val in (("-m", opt.markexpr), ("-k", opt.keyword)) if val)
-            self.run = RunReport(self.profile, self.waivers, Path(config.rootpath),
+            self.run = RunReport(self.profile, self.waivers, suite,
                                  tuple(config.invocation_params.args), selection or None, self.today)
             if not opt.gpuconform_no_reports:
                 self._plan_reports()
 
     def _plan_reports(self) -> None:
         opt = self.config.option
-        folder = Path(opt.gpuconform_report_dir or Path(self.config.rootpath, "reports"))
         stamp = self.run.started.strftime("%Y%m%dT%H%M%SZ")
-        name = opt.gpuconform_report_name or f"{self.profile.name}-{stamp}"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise pytest.UsageError(f"--report-dir {folder}: cannot create: {exc.strerror}") from None
+        if opt.gpuconform_report_name is not None:
+            name = inputs.report_name(opt.gpuconform_report_name)
+        else:  # the profile's name is free text: keep it a file name
+            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.profile.name).lstrip(".") + f"-{stamp}"
+        folder = inputs.report_dir(Path(opt.gpuconform_report_dir or Path(self.suite, "reports")))
+        self._place_reports(folder, name)
+
+    def _place_reports(self, folder: Path, name: str) -> None:
+        opt = self.config.option
         self.json_path = folder / f"{name}.json"
-        if getattr(opt, "htmlpath", None) is None and hasattr(opt, "self_contained_html"):
+        if hasattr(opt, "self_contained_html") and (getattr(opt, "htmlpath", None) is None or
+                                                    getattr(self, "_html_ours", False)):
             opt.htmlpath = str(folder / f"{name}.html")
             opt.self_contained_html = True
+            self._html_ours = True
         if getattr(opt, "htmlpath", None) and isinstance(getattr(opt, "css", None), list):
             opt.css.append(str(CSS))
 
@@ -206,7 +237,15 @@ class Hooks:
             return
         self.run.interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
         if self.json_path is not None:
-            self.run.write_json(self.json_path)
+            try:
+                self.run.write_json(self.json_path)
+            except OSError as exc:  # the folder went away or filled up during the run: keep the results
+                refused = self.json_path
+                self._place_reports(inputs.fallback_dir(), self.json_path.stem)
+                self.run.write_json(self.json_path)
+                _move_html_report(self.config, Path(self.config.option.htmlpath))
+                self.fallback_note = (f"gpuconform: could not write {refused} ({exc.strerror or exc}); "
+                                      f"the reports are in {self.json_path.parent}")
         else:
             self.run.document()
         if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
@@ -219,5 +258,7 @@ class Hooks:
             v = self.run.doc["verdict"]
             why = f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""
             terminalreporter.write_line(f"gpuconform: {v['word']}{why}")
+            if getattr(self, "fallback_note", None):
+                terminalreporter.write_line(self.fallback_note, red=True)
             if self.json_path is not None:
                 terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")
