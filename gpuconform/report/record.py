@@ -80,7 +80,7 @@ def anchor(nodeid: str) -> str:
 
 def param_of(item: pytest.Item) -> str | None:
     callspec = getattr(item, "callspec", None)
-    return next((str(v) for k, v in (callspec.params.items() if callspec else ())
+    return next((redact(str(v)) for k, v in (callspec.params.items() if callspec else ())
                  if not k.startswith("_") and type(v).__name__ != "NotSetType"), None)  # empty param set
 
 
