@@ -20,10 +20,12 @@ from __future__ import annotations
 import copy
 import fnmatch
 import hashlib
+import os
+import urllib.parse
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gpuconform import yamlfile
 
@@ -32,6 +34,52 @@ Need = Literal["required", "forbidden", "any"]
 
 class ProfileError(Exception):
     """A profile that cannot be used; str() is the one line shown to the user."""
+
+
+def _fnmatch_pattern(pattern: str) -> str:
+    """fnmatch takes an unclosed '[' (``gpu-[mig``) for a literal character: always a typo here."""
+    if not pattern:
+        raise ValueError("an empty pattern matches nothing")
+    depth = 0
+    for ch in pattern:
+        if ch == "[":
+            if depth:
+                raise ValueError(f"{pattern!r}: '[' inside '[...]' (fnmatch pattern)")
+            depth = 1
+        elif ch == "]":
+            depth = 0
+    if depth:
+        raise ValueError(f"{pattern!r}: '[' without its ']' (fnmatch pattern)")
+    return pattern
+
+
+def _readable_file(path: str | None) -> str | None:
+    """A file the suite will read later: named now if it is missing or not a regular file."""
+    if path is not None and not os.path.isfile(path):
+        raise ValueError(f"{path}: " + ("a directory, not a file" if os.path.isdir(path) else
+                                        "no such file" if not os.path.exists(path) else "not a regular file"))
+    return path
+
+
+def _https_url(url: str | None) -> str | None:
+    """https://<host>[:port][/]: parsed as the HTTP client will parse it."""
+    if url is None:
+        return None
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"not a URL ({exc})") from None
+    if parts.scheme != "https" or not parts.hostname or parts.path not in ("", "/") or parts.query \
+            or parts.fragment or parts.username or parts.password:
+        raise ValueError("https://<host>[:port]/ (no path, query or credentials)")
+    if port is not None and not 0 < port <= 65535:
+        raise ValueError(f"port {port} is not in 1-65535")
+    return url
+
+
+Pattern = Annotated[str, AfterValidator(_fnmatch_pattern)]
+FilePath = Annotated[str | None, AfterValidator(_readable_file)]
 
 
 class _Strict(BaseModel):
@@ -122,7 +170,7 @@ class NodeExpectations(_Strict):
 
 
 class Group(_Strict):
-    match: tuple[str, ...] = Field(..., min_length=1, description="fnmatch patterns on host name")
+    match: tuple[Pattern, ...] = Field(..., min_length=1, description="fnmatch patterns on host name")
     node: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -193,7 +241,7 @@ class Kyverno(_Strict):
 
 
 class MigAssignment(_Strict):
-    match: tuple[str, ...] = Field(..., min_length=1, description="fnmatch patterns on node name")
+    match: tuple[Pattern, ...] = Field(..., min_length=1, description="fnmatch patterns on node name")
     config: str = Field(..., description="mig-parted config name, e.g. all-1g.10gb")
 
 
@@ -285,7 +333,7 @@ class KubeflowAccount(_Strict):
     namespace: str = Field("kubeflow-user-example-com", description="the user's profile namespace")
     password_env: str | None = Field("GPUCONFORM_KUBEFLOW_PASSWORD",
                                      description="environment variable holding the password (never the profile)")
-    password_file: str | None = Field(None, description="file holding the password (first line), if no env var")
+    password_file: FilePath = Field(None, description="file holding the password (first line), if no env var")
 
 
 class KubeflowIngress(_Strict):
@@ -328,9 +376,9 @@ class KubeflowTimeouts(_Strict):
 
 
 class KubeflowExpectations(_Strict):
-    url: str | None = Field(None, pattern=r"^https://[^/]+/?$",
-                            description="https://<host>[:port]/ users open; null: the kubeflow layer is skipped")
-    ca_bundle: str | None = Field(None, description="PEM CA bundle the served certificate must verify against; "
+    url: Annotated[str | None, AfterValidator(_https_url)] = Field(
+        None, description="https://<host>[:port]/ users open; null: the kubeflow layer is skipped")
+    ca_bundle: FilePath = Field(None, description="PEM CA bundle the served certificate must verify against; "
                                                     "null: the system trust store")
     cert_min_days: int = Field(14, ge=0, description="warn when the served certificate expires sooner "
                                                      "(an expired certificate fails)")

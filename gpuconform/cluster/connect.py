@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 import urllib3
+import yaml
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from gpuconform.cluster.errors import ClusterError, Unreachable, api_error_line
@@ -86,7 +87,7 @@ def load_configuration(kubeconfig: str | None = None, context: str | None = None
             config.incluster_config.InClusterConfigLoader(
                 token_filename=str(sa / "token"), cert_filename=str(sa / "ca.crt")).load_and_set(cfg)
             source = "in-cluster service account"
-    except (ConfigException, OSError, ValueError, TypeError) as exc:
+    except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
         text = str(exc).strip().splitlines()
         raise Unreachable(f"cannot load cluster config: {text[0] if text else type(exc).__name__}") from None
     cfg.retries = 0  # retries are ours (tenacity, under a deadline), not urllib3's

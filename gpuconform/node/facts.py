@@ -25,6 +25,7 @@ SHOWN = {
     "osrelease": "cat /proc/sys/kernel/osrelease",
     "os_release": "cat /etc/os-release",
     "pid1": "cat /proc/1/comm",
+    "tools": "command -v " + " ".join(probe.TOOLS),
     "proc_modules": "cat /proc/modules",
     "cmdline": "cat /proc/cmdline",
     "modprobe_d": "grep -H -i nouveau /etc/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf ...",

@@ -192,9 +192,6 @@ def _gpuconform_cluster_blocked_by(request: pytest.FixtureRequest) -> None:
     target = "cluster"
     if callspec is not None and "gpu_node" in callspec.params:
         values["gpu_node"] = target = callspec.params["gpu_node"]
-    try:
-        reason = run.gate.blocker(needs, target, values)
-    except ClusterError as exc:
-        pytest.skip(f"could not check: {exc}")
+    reason = run.gate.blocker(needs, target, values)  # a ClusterError: "could not check"
     if reason:
         pytest.skip(reason)

@@ -3,23 +3,25 @@ and the reports (JSON here, HTML through pytest-html's hooks, JUnit through user
 The logic lives in gpuconform/report/; this file wires it to pytest."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from gpuconform import __version__
 from gpuconform import profile as profile_mod
+from gpuconform import yamlfile
 from gpuconform.checks import fix_for
-from gpuconform.node.facts import CannotTell, Unavailable
-from gpuconform.plugin import keys
+from gpuconform.node.facts import Unavailable
+from gpuconform.plugin import inputs, keys
 from gpuconform.report import html as report_html
+from gpuconform.report import junit
 from gpuconform.report import record as rec
 from gpuconform.report import waivers as waivers_mod
 from gpuconform.report.fingerprint import cluster_summary, host_summary
 from gpuconform.report.model import LAYERS
 from gpuconform.report.run import RunReport
 
-COULD_NOT_CHECK = rec.COULD_NOT_CHECK
 CSS = Path(__file__).resolve().parent.parent / "report" / "report.css"
 
 
@@ -36,44 +38,75 @@ def _chroot_paths(config: pytest.Config) -> None:
     config.option.connection = "chroot"
 
 
+def _move_html_report(config: pytest.Config, path: Path) -> None:
+    """pytest-html fixes its output path when it is configured; a report folder that refuses the
+    files at the end moves it (pytest-html has no public way to)."""
+    try:
+        from pytest_html.basereport import BaseReport
+    except ImportError:
+        return
+    for plugin in config.pluginmanager.get_plugins():
+        if isinstance(plugin, BaseReport) and hasattr(plugin, "_report_path"):
+            plugin._report_path = path
+
+
 class Hooks:
-    def __init__(self, config: pytest.Config):
+    def __init__(self, config: pytest.Config, suite: Path):
+        """Every input is checked here, once, before anything runs (one line, exit 4)."""
         self.config = config
+        self.suite = suite
         opt = config.option
-        path = opt.gpuconform_profile or str(Path(config.rootpath, "profiles", "seed-h100.yaml"))
+        path = opt.gpuconform_profile or str(Path(suite, "profiles", "seed-h100.yaml"))
         try:
             self.profile = profile_mod.load(path)
             self.waivers = waivers_mod.load(opt.gpuconform_waivers) if opt.gpuconform_waivers else ()
         except (profile_mod.ProfileError, waivers_mod.WaiverError) as exc:
             raise pytest.UsageError(str(exc)) from None
+        if opt.gpuconform_kubeconfig:
+            yamlfile.read_mapping(opt.gpuconform_kubeconfig, "kubeconfig (--kubeconfig)", inputs.InputError)
+        for flag, value in (("--ssh-config", getattr(opt, "ssh_config", None)),
+                            ("--ssh-identity-file", getattr(opt, "ssh_identity_file", None))):
+            if value:
+                yamlfile.read_file(value, flag, inputs.InputError)
         self.today = waivers_mod.today_utc()
         config.stash[keys.PROFILE] = self.profile
-        if not getattr(opt, "hosts", None) and self.profile.profile.hosts:
-            opt.hosts = ",".join(self.profile.profile.hosts)
+        where = "--hosts"
+        if getattr(opt, "hosts", None) is None and self.profile.profile.hosts:
+            opt.hosts, where = ",".join(self.profile.profile.hosts), f"{self.profile.path}: hosts:"
         _chroot_paths(config)
+        if getattr(opt, "hosts", None) is not None:
+            opt.hosts = inputs.host_specs(opt.hosts, getattr(opt, "connection", None), where,
+                                          self.profile.profile.timeouts.ssh_connect_s)
         self._summarized: set[str] = set()  # hosts whose summary this process already sent
         self._cluster_noted = False
         self.run: RunReport | None = None
         self.json_path = None
-        if not (opt.gpuconform_no_reports or opt.collectonly or hasattr(config, "workerinput")):
+        # the verdict (and so the exit code) is drawn on the controller even with --no-reports
+        if not (opt.collectonly or hasattr(config, "workerinput")):
             selection = " ".join(f"{flag} {val!r}" for flag, val in (("-m", opt.markexpr), ("-k", opt.keyword)) if val)
-            self.run = RunReport(self.profile, self.waivers, Path(config.rootpath),
+            self.run = RunReport(self.profile, self.waivers, suite,
                                  tuple(config.invocation_params.args), selection or None, self.today)
-            self._plan_reports()
+            if not opt.gpuconform_no_reports:
+                self._plan_reports()
 
     def _plan_reports(self) -> None:
         opt = self.config.option
-        folder = Path(opt.gpuconform_report_dir or Path(self.config.rootpath, "reports"))
         stamp = self.run.started.strftime("%Y%m%dT%H%M%SZ")
-        name = opt.gpuconform_report_name or f"{self.profile.name}-{stamp}"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise pytest.UsageError(f"--report-dir {folder}: cannot create: {exc.strerror}") from None
+        if opt.gpuconform_report_name is not None:
+            name = inputs.report_name(opt.gpuconform_report_name)
+        else:  # the profile's name is free text: keep it a file name
+            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.profile.name).lstrip(".") + f"-{stamp}"
+        folder = inputs.report_dir(Path(opt.gpuconform_report_dir or Path(self.suite, "reports")))
+        self._place_reports(folder, name)
+
+    def _place_reports(self, folder: Path, name: str) -> None:
+        opt = self.config.option
         self.json_path = folder / f"{name}.json"
-        if getattr(opt, "htmlpath", None) is None and hasattr(opt, "self_contained_html"):
+        if hasattr(opt, "self_contained_html") and (getattr(opt, "htmlpath", None) is None or
+                                                    getattr(self, "_html_ours", False)):
             opt.htmlpath = str(folder / f"{name}.html")
             opt.self_contained_html = True
+            self._html_ours = True
         if getattr(opt, "htmlpath", None) and isinstance(getattr(opt, "css", None), list):
             opt.css.append(str(CSS))
 
@@ -111,12 +144,12 @@ class Hooks:
     # -- running ------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
+        """``Unavailable`` (the host has no means to tell) is a skip; every other ``CannotTell``
+        goes on as an exception: the result is an error ("could not check")."""
         try:
             return (yield)
         except Unavailable as exc:
             pytest.skip(str(exc))
-        except CannotTell as exc:
-            pytest.skip(COULD_NOT_CHECK + str(exc))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
@@ -135,6 +168,8 @@ class Hooks:
         record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
         waivers_mod.apply(self.waivers, record, self.today)
         report.gpuconform_record = record
+        if rec.could_not_check(call):  # one line, not a traceback through the facts accessors
+            report.longrepr = record["message"]
         if facts is not None and facts.host not in self._summarized:
             self._summarized.add(facts.host)
             report.gpuconform_host = rec.redact_obj(host_summary(facts))
@@ -156,7 +191,15 @@ class Hooks:
             return
         report.extras = [*getattr(report, "extras", []), html.extras.html(report_html.detail(record))]
 
+    def pytest_report_teststatus(self, report: pytest.TestReport):
+        """A check that could not check in its call phase is an ERROR (E), not a FAILED rule."""
+        if rec.verdict_in(report) == "error" and report.when == "call":
+            return "error", "E", ("ERROR", {"red": True})
+        return None
+
+    @pytest.hookimpl(trylast=True)  # after pytest's junitxml has written the testcase
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        junit.error_not_failure(self.config, report)
         if self.run is not None:
             self.run.add(report)
 
@@ -186,16 +229,36 @@ class Hooks:
 
     # -- reports ------------------------------------------------------------------------------
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Writes the JSON before pytest-html (trylast) renders the page, so the page carries its sha256."""
-        if self.run is not None and self.json_path is not None:
-            self.run.write_json(self.json_path)
-            # every failure waived by a valid waiver: the platform is accepted, and so is the run
-            if self.run.doc["verdict"]["word"] == "ACCEPTED" and session.exitstatus == pytest.ExitCode.TESTS_FAILED:
-                session.exitstatus = pytest.ExitCode.OK
+        """Draws the verdict and sets the exit code from it: 0 only when ACCEPTED, 1 when REJECTED
+        (failures, errors, an expired waiver, nothing ran); pytest's own codes for an interrupted
+        run (2), an internal error (3) and bad input (4) stay. Writes the JSON before pytest-html
+        (trylast) renders the page, so the page carries its sha256."""
+        if self.run is None:
+            return
+        self.run.interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
+        if self.json_path is not None:
+            try:
+                self.run.write_json(self.json_path)
+            except OSError as exc:  # the folder went away or filled up during the run: keep the results
+                refused = self.json_path
+                self._place_reports(inputs.fallback_dir(), self.json_path.stem)
+                self.run.write_json(self.json_path)
+                _move_html_report(self.config, Path(self.config.option.htmlpath))
+                self.fallback_note = (f"gpuconform: could not write {refused} ({exc.strerror or exc}); "
+                                      f"the reports are in {self.json_path.parent}")
+        else:
+            self.run.document()
+        if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED,
+                                  pytest.ExitCode.NO_TESTS_COLLECTED):
+            accepted = self.run.doc["verdict"]["word"] == "ACCEPTED"
+            session.exitstatus = pytest.ExitCode.OK if accepted else pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         if self.run is not None and self.run.doc is not None:
             v = self.run.doc["verdict"]
             why = f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""
             terminalreporter.write_line(f"gpuconform: {v['word']}{why}")
-            terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")
+            if getattr(self, "fallback_note", None):
+                terminalreporter.write_line(self.fallback_note, red=True)
+            if self.json_path is not None:
+                terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -18,8 +19,14 @@ MARKERS = {
 }
 
 
+#: The exit code is drawn from the run's verdict (gpuconform/plugin/hooks.py: pytest_sessionfinish).
+EXIT_CODES = ("exit code: 0 ACCEPTED (everything passed, or every failure waived); 1 REJECTED "
+              "(a failure, an error = could not check, an expired waiver, or no check ran); "
+              "2 interrupted (the report of what finished is written); 4 bad input (one line naming it)")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("gpuconform", "gpuconform platform conformance")
+    group = parser.getgroup("gpuconform", f"gpuconform platform conformance; {EXIT_CODES}")
     group.addoption("--profile", dest="gpuconform_profile", metavar="PATH",
                     default=os.environ.get("GPUCONFORM_PROFILE"),
                     help="platform profile YAML (default: $GPUCONFORM_PROFILE, else profiles/seed-h100.yaml)")
@@ -50,9 +57,20 @@ def stray_option_value(config: pytest.Config) -> str | None:
     return next((a for a in config.args if a.split("::")[0].endswith((".yaml", ".yml", "reports"))), None)
 
 
-def suite_root(config: pytest.Config) -> bool:
-    """Whether pytest runs the conformance suite (its rootdir holds tests/node)."""
-    return (config.rootpath / "tests" / "node").is_dir()
+def _is_suite(folder: Path) -> bool:
+    return (folder / "tests" / "node").is_dir() and (folder / "gpuconform").is_dir()
+
+
+def suite_root(config: pytest.Config) -> Path | None:
+    """The conformance suite's folder (pytest's rootdir) when pytest runs it, else None."""
+    if _is_suite(config.rootpath):
+        return config.rootpath
+    if config.inipath is None and _is_suite(config.invocation_params.dir):
+        # pytest takes its rootdir from the paths on the command line, option values given with a
+        # space included (``--profile /elsewhere/p.yaml``): the suite's settings were not read
+        raise pytest.UsageError(f"pytest took {config.rootpath} for the rootdir, from an option value "
+                                f"given with a space: write options with '=' (--profile=PATH)")
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -61,7 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if stray:
         raise pytest.UsageError(f"pytest took {stray} for a test path: write the option with '=' "
                                 f"(--profile={stray}, --report-dir=DIR)")
-    if not suite_root(config):  # loaded by entry point into another project's run: stay inert
+    suite = suite_root(config)
+    if suite is None:  # loaded by entry point into another project's run: stay inert
         return
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
@@ -69,4 +88,4 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.dist = "loadgroup"
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
-    config.pluginmanager.register(hooks.Hooks(config), "gpuconform-hooks")
+    config.pluginmanager.register(hooks.Hooks(config, suite), "gpuconform-hooks")

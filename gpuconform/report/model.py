@@ -139,9 +139,11 @@ def count(records: list[dict]) -> tuple[dict[str, int], dict[str, dict[str, int]
     return total, layers
 
 
-def overall(records: list[dict], waivers: list[dict], layers_run: set[str]) -> Overall:
-    """ACCEPTED only when results exist, nothing failed or errored, and every waiver is valid."""
-    reasons = []
+def overall(records: list[dict], waivers: list[dict], layers_run: set[str],
+            interrupted: bool = False) -> Overall:
+    """ACCEPTED only when the run finished, results exist, nothing failed or errored, and every
+    waiver is valid."""
+    reasons = ["the run was interrupted (Ctrl-C or SIGTERM): not every check ran"] if interrupted else []
     if not records:
         reasons.append("no check ran")
     for verdict in ("fail", "error"):

@@ -13,6 +13,7 @@ import re
 
 import pytest
 
+from gpuconform.node.facts import CannotTell
 from gpuconform.redact import redact
 
 COULD_NOT_CHECK = "could not check: "
@@ -40,16 +41,21 @@ def note_platform(node: pytest.Item, **fields) -> None:
     node.stash.setdefault(PLATFORM, {}).update(fields)
 
 
-def verdict_of(report: pytest.TestReport, reason: str) -> str:
+def could_not_check(call: pytest.CallInfo) -> bool:
+    """The check (or a fixture it needs) raised :class:`CannotTell`: the rule was not checked."""
+    return call.excinfo is not None and isinstance(call.excinfo.value, CannotTell)
+
+
+def verdict_of(report: pytest.TestReport, call: pytest.CallInfo, reason: str) -> str:
+    """The typed outcome of a result. Only the profile skips ("the rule does not apply") and
+    "blocked by" skips are pytest skips; "could not check" is an error whichever phase raised it."""
     if report.passed:
         return "pass"
     if report.skipped:
-        if reason.startswith(BLOCKED):
-            return "blocked"
-        if reason.startswith(COULD_NOT_CHECK):
-            return "error"
-        return "skip"
-    return "fail" if report.when == "call" else "error"
+        return "blocked" if reason.startswith(BLOCKED) else "skip"
+    if could_not_check(call) or report.when != "call":
+        return "error"
+    return "fail"
 
 
 def message_of(call: pytest.CallInfo) -> str:
@@ -58,6 +64,8 @@ def message_of(call: pytest.CallInfo) -> str:
     exc = call.excinfo.value
     if isinstance(exc, pytest.skip.Exception):
         return str(exc.msg)
+    if isinstance(exc, CannotTell):
+        return COULD_NOT_CHECK + str(exc).strip()
     text = str(exc).strip()
     if isinstance(exc, AssertionError):
         text = text.split("\nassert ")[0]
@@ -72,7 +80,7 @@ def anchor(nodeid: str) -> str:
 
 def param_of(item: pytest.Item) -> str | None:
     callspec = getattr(item, "callspec", None)
-    return next((str(v) for k, v in (callspec.params.items() if callspec else ())
+    return next((redact(str(v)) for k, v in (callspec.params.items() if callspec else ())
                  if not k.startswith("_") and type(v).__name__ != "NotSetType"), None)  # empty param set
 
 
@@ -95,7 +103,7 @@ def build(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, m
     """The record of a final report (call, or a setup that did not pass). Text is redacted here.
     ``added_evidence``: what the check itself recorded (the cluster layer's ``evidence`` fixture)."""
     message = redact(message_of(call))
-    verdict = verdict_of(report, message)
+    verdict = verdict_of(report, call, message)
     parts = []
     if facts is not None and verdict in ("pass", "fail", "error"):
         parts.append(facts.evidence(*mark.kwargs.get("evidence", ())))
@@ -108,6 +116,12 @@ def build(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, m
             "blocked_by": blocker.group(1) if blocker else None,
             "retries": item.stash.get(RETRIES, 0), "waiver": None, "nodeid": item.nodeid,
             "anchor": anchor(item.nodeid), "duration": round(report.duration, 3)}
+
+
+def verdict_in(report: pytest.TestReport) -> str | None:
+    """The verdict a (possibly remote, xdist) test report carries, None when it has no record."""
+    record = getattr(report, "gpuconform_record", None)
+    return record["verdict"] if record else None
 
 
 def junit_properties(record: dict) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from gpuconform import __version__
 from gpuconform.report import fingerprint, waivers as waivers_mod
 from gpuconform.report.model import LAYERS, Results, count, overall
-from gpuconform.redact import redact
+from gpuconform.redact import redact, redact_args
 
 
 class RunReport:
@@ -28,6 +28,7 @@ class RunReport:
         self.hosts: dict[str, dict] = {}
         self.platform: dict = {}
         self.doc: dict | None = None
+        self.interrupted = False
         self.json_sha256: str | None = None
 
     def add(self, report) -> None:
@@ -53,13 +54,13 @@ class RunReport:
         f = {"profile": self.profile.name, "profile_path": self.profile.path,
              "profile_sha256": self.profile.sha256, "suite_version": __version__,
              "git_commit": fingerprint.git_commit(self.suite_root), "run_by": redact(fingerprint.run_by()),
-             "command": redact(fingerprint.command_line(self.args)),
+             "command": fingerprint.command_line(redact_args(self.args)),
              "selection": redact(self.selection) if self.selection else None,
              "started": self.started.isoformat(timespec="seconds"),
              "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
              "hosts": [self.hosts[h] for h in sorted(self.hosts)], **self.platform}
         doc = {"schema": Results.model_fields["schema_"].default,
-               "verdict": overall(records, waiver_states, ran).model_dump(),
+               "verdict": overall(records, waiver_states, ran, self.interrupted).model_dump(),
                "fingerprint": f, "counts": counts, "layers": layers, "waivers": waiver_states,
                "results": records}
         # validate against the documented model: a record that breaks the schema fails loudly here

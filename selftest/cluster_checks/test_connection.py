@@ -54,9 +54,23 @@ def test_unauthorised_credentials(platform, run_cluster, tmp_path):
     assert "HTTP 401 Unauthorized" in results[REACHABLE]["message"]
 
 
-def test_missing_kubeconfig(run_cluster, tmp_path):
-    proc, results = run_cluster(kubeconfig=tmp_path / "nope.kubeconfig")
-    _assert_one_line_and_blocked(proc, results, "nope.kubeconfig does not exist")
+def test_missing_kubeconfig_option_is_bad_input(tmp_path):
+    """--kubeconfig naming no file is bad input: one line, exit 4, before anything runs."""
+    from runner import run_suite
+    missing = tmp_path / "nope.kubeconfig"
+    proc, doc = run_suite("-m", "cluster", f"--kubeconfig={missing}", report_dir=tmp_path / "reports", timeout=60)
+    assert proc.returncode == 4 and doc is None, proc.stdout[-2000:] + proc.stderr
+    assert proc.stderr.strip() == f"ERROR: {missing}: cannot read kubeconfig (--kubeconfig): No such file or directory"
+
+
+def test_missing_kubeconfig_from_the_environment(tmp_path):
+    """$KUBECONFIG naming no file: cluster.api.reachable fails with one line, the rest is blocked."""
+    from runner import run_suite
+    proc, doc = run_suite("-m", "cluster", "-q", report_dir=tmp_path / "reports", timeout=120,
+                          env={"KUBECONFIG": str(tmp_path / "nope.kubeconfig")})
+    assert doc is not None, proc.stdout[-3000:] + proc.stderr
+    results = {(r["check_id"], r["param"]): r for r in doc["results"]}
+    _assert_one_line_and_blocked(proc, results, "cannot load cluster config")
 
 
 def test_context_option(platform, run_cluster):

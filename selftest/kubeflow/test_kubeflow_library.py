@@ -52,7 +52,7 @@ def test_shape_problems():
 def test_profile_rejects_a_plain_http_kubeflow_url(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("name: x\nkubeflow: {url: 'http://kubeflow.example.com'}\n")
-    with pytest.raises(ProfileError, match=r"kubeflow\.url: String should match pattern"):
+    with pytest.raises(ProfileError, match=r"kubeflow\.url: Value error, https://<host>\[:port\]/"):
         load(p)
 
 

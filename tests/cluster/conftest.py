@@ -7,6 +7,7 @@ from _pytest.mark.expression import Expression
 
 from gpuconform.cluster import nodes
 from gpuconform.cluster.errors import ClusterError
+from gpuconform.node.facts import CannotTell
 from gpuconform.cluster.workloads import PodRun, Workloads, render, safe_name
 from gpuconform.plugin.cluster_fixtures import cluster_run
 
@@ -80,7 +81,7 @@ def _run_once(runs: dict, key: str, start) -> PodRun:
         except ClusterError as exc:
             runs[key] = exc
     if isinstance(runs[key], ClusterError):
-        pytest.skip(f"could not check: {runs[key]}")
+        raise ClusterError(str(runs[key]))
     return runs[key]
 
 
@@ -115,4 +116,4 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
     try:
         return (yield)
     except (UnknownGpuModel, UnknownMigConfig) as exc:
-        pytest.skip(f"could not check: {exc.args[0] if exc.args else exc}")
+        raise CannotTell(exc.args[0] if exc.args else str(exc)) from None

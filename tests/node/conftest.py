@@ -2,6 +2,7 @@
 import pytest
 
 from gpuconform.plugin.keys import PROFILE
+from gpuconform.redact import redact
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -10,4 +11,5 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                            ("forbidden_param", prof.cmdline_params("cmdline_forbidden")),
                            ("sysctl_key", prof.sysctl_keys())):
         if fixture in metafunc.fixturenames:
-            metafunc.parametrize(fixture, items, ids=[str(i) for i in items])
+            # a profile item can hold a secret (a kernel parameter's value): ids reach JUnit and the report
+            metafunc.parametrize(fixture, items, ids=[redact(str(i)) for i in items])

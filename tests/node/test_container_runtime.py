@@ -36,8 +36,19 @@ def test_runtime_binary_executable(node, expected):
         f"{expected.container_runtime.runtime_binary} is {'not executable' if rb['exists'] else 'missing'}")
 
 
+@check("node.containerd.installed", "containerd, the profile's container engine, is installed",
+       fix={"rhel": "dnf install containerd.io", "debian": "apt-get install containerd",
+            "default": "install containerd"},
+       evidence=["tools", "containerd_files"])
+def test_containerd_installed(node, expected):
+    """The profile names containerd as the engine (container_runtime.engine): it is on the host."""
+    _containerd(expected)
+    assert node.tool("containerd"), (
+        "containerd is not installed, but the profile says container_runtime.engine: containerd")
+
+
 @check("node.containerd.nvidia_runtime", "containerd has an `nvidia` runtime using nvidia-container-runtime",
-       fix=CONFIGURE, evidence=["containerd_dump", "containerd_files"])
+       fix=CONFIGURE, needs=["node.containerd.installed"], evidence=["containerd_dump", "containerd_files"])
 def test_containerd_nvidia_runtime(node, expected):
     """containerd's CRI config has runtime `nvidia` whose BinaryName is the profile's runtime binary."""
     _containerd(expected)

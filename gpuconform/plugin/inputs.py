@@ -1,0 +1,90 @@
+"""Every command-line input checked once, before anything runs: a mistake is one line naming the
+input and what was expected (pytest shows it as ``ERROR: <line>`` and exits 4).
+
+The files the options name (profile, waivers, kubeconfig) are read through
+:mod:`gpuconform.yamlfile`, which checks what kind of file they are; this module checks the rest:
+host specs, the report folder and name.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import urllib.parse
+from pathlib import Path
+
+import pytest
+import testinfra.backend
+
+#: Backends that open an SSH connection: ``timeouts.ssh_connect_s`` reaches them as ``?timeout=``.
+SSH_BACKENDS = ("ssh", "safe-ssh", "paramiko")
+_MAX_PORT = 65535
+
+
+class InputError(pytest.UsageError):
+    """A bad input; str() is the one line shown."""
+
+
+def host_specs(raw: str, connection: str | None, where: str, connect_timeout_s: int) -> str:
+    """``raw`` (comma-separated testinfra host specs) validated, each SSH spec carrying the
+    profile's connect timeout; ``where`` names the input (``--hosts`` or the profile's hosts)."""
+    specs = raw.split(",")
+    out = []
+    for spec in specs:
+        if not spec.strip():
+            raise InputError(f"{where} {raw!r}: an empty host (a stray comma, or nothing after '=')")
+        out.append(_host_spec(spec.strip(), connection, where, connect_timeout_s))
+    return ",".join(out)
+
+
+def _host_spec(spec: str, connection: str | None, where: str, connect_timeout_s: int) -> str:
+    if connection == "chroot" and "://" not in spec:
+        if not Path(spec).is_dir():
+            raise InputError(f"{where} {spec}: a chroot host is a directory, and this is not one")
+        return spec
+    url_form = spec if "://" in spec else f"{connection or 'paramiko'}://{spec}"
+    try:
+        url = urllib.parse.urlsplit(url_form)
+        port = url.port  # raises on a port that is not a number or out of range
+    except ValueError as exc:
+        raise InputError(f"{where} {spec}: not a host spec ({exc})") from None
+    if port is not None and not 0 < port <= _MAX_PORT:
+        raise InputError(f"{where} {spec}: port {port} is not in 1-{_MAX_PORT}")
+    try:
+        testinfra.backend.get_backend_class(url.scheme)
+    except RuntimeError:
+        known = ", ".join(f"{k}://" for k in sorted(testinfra.backend.BACKENDS))
+        raise InputError(f"{where} {spec}: unknown connection type {url.scheme!r} (known: {known})") from None
+    if url.scheme not in ("local",) and not url.hostname:
+        raise InputError(f"{where} {spec}: no host name")
+    if url.scheme in SSH_BACKENDS and "timeout" not in urllib.parse.parse_qs(url.query):
+        query = "&".join(filter(None, [url.query, f"timeout={connect_timeout_s}"]))
+        return urllib.parse.urlunsplit(url._replace(query=query))
+    return spec
+
+
+def report_name(name: str) -> str:
+    """A report name is a plain file name inside --report-dir (no folder, no '..')."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("."):
+        raise InputError(f"--report-name {name!r}: a plain file name without folders or a leading "
+                         f"dot (the report goes to --report-dir)")
+    if len(name.encode()) > 200:
+        raise InputError(f"--report-name: {len(name.encode())} bytes long; at most 200")
+    return name
+
+
+def report_dir(folder: Path) -> Path:
+    """The report folder, created if need be, proven writable by writing a file there."""
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--report-dir {folder}: exists and is not a directory")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder, prefix=".gpuconform-write-test-"):
+            pass
+    except OSError as exc:
+        raise InputError(f"--report-dir {folder}: cannot write there: {exc.strerror or exc}") from None
+    return folder
+
+
+def fallback_dir() -> Path:
+    """Where reports go when the report folder refuses them at the end of a run."""
+    return Path(tempfile.mkdtemp(prefix="gpuconform-reports-", dir=os.environ.get("TMPDIR") or "/tmp"))
