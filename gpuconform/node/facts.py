@@ -16,10 +16,6 @@ class CannotTell(Exception):
     """A fact that could not be read; str() says why. Reported as "could not check"."""
 
 
-class Unavailable(CannotTell):
-    """The host lacks an optional means to tell (no lsinitrd, systemd not init...): a skip."""
-
-
 #: What each probe section ran, as shown in evidence.
 SHOWN = {
     "osrelease": "cat /proc/sys/kernel/osrelease",
@@ -169,7 +165,7 @@ class NodeFacts:
         lines = sec.out.splitlines()
         tool = lines[0].partition("=")[2] if lines and lines[0].startswith("tool=") else "none"
         if tool == "none":
-            raise Unavailable("neither lsinitrd nor lsinitramfs is installed on the host")
+            raise CannotTell("neither lsinitrd nor lsinitramfs is installed on the host: the initramfs cannot be listed")
         return tool, [x for x in lines[1:] if re.search(r"(^|/)nouveau\.ko(\.\w+)?\s*$", x.split()[-1] if x.split() else "")]
 
     @cached
@@ -279,7 +275,7 @@ class NodeFacts:
     @cached
     def units(self) -> dict[str, dict[str, str]]:
         if not self.systemd_is_init:
-            raise Unavailable("systemd is not the init system (PID 1) on this host")
+            raise CannotTell("systemd is not the init system (PID 1) on this host: the unit state cannot be read")
         self.require_tool("systemctl")
         return systemd.parse_show(self.section("systemd_units").out)
 
@@ -357,5 +353,5 @@ class NodeFacts:
         lines = self.section("kernel_log").out.splitlines()
         source = lines[0].partition("=")[2] if lines and lines[0].startswith("source=") else "none"
         if source == "none":
-            raise Unavailable("the kernel log is not readable here (dmesg restricted, no journal)")
+            raise CannotTell("the kernel log is not readable here (dmesg restricted, no journal)")
         return source, kernel.parse_xids("\n".join(lines[1:]))

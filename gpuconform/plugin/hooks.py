@@ -12,7 +12,6 @@ from gpuconform import __version__
 from gpuconform import profile as profile_mod
 from gpuconform import yamlfile
 from gpuconform.checks import fix_for
-from gpuconform.node.facts import Unavailable
 from gpuconform.plugin import inputs, keys
 from gpuconform.report import html as report_html
 from gpuconform.report import junit
@@ -142,15 +141,6 @@ class Hooks:
         rec.redact_mapping(session.config.stash.get(metadata_key, {}))
 
     # -- running ------------------------------------------------------------------------------
-    @pytest.hookimpl(wrapper=True)
-    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
-        """``Unavailable`` (the host has no means to tell) is a skip; every other ``CannotTell``
-        goes on as an exception: the result is an error ("could not check")."""
-        try:
-            return (yield)
-        except Unavailable as exc:
-            pytest.skip(str(exc))
-
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         """The one point where a result, its evidence and its facts enter the reports."""
