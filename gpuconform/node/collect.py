@@ -85,18 +85,20 @@ def _settle(future: cf.Future, facts: NodeFacts) -> None:
 @dataclasses.dataclass
 class _Probe:
     token: str
-    started: float
     future: cf.Future
+    started: float | None = None  # when it got one of the pool's slots: its deadline counts from there
     host: Any = None
 
 
 class FactsPool:
     """Probes every host once, concurrently, and hands out the facts by label."""
 
-    def __init__(self, script_for: Callable[[str, float], str], timeout_s: float):
-        """``script_for(token, deadline_s)``: the probe script carrying ``token``."""
+    def __init__(self, script_for: Callable[[str, float], str], timeout_s: float, workers: int = 32):
+        """``script_for(token, deadline_s)``: the probe script carrying ``token``; at most
+        ``workers`` probes run at once."""
         self._script_for = script_for
         self._timeout = timeout_s
+        self._slots = threading.BoundedSemaphore(workers)
         self._probes: dict[str, _Probe] = {}
         self._lock = threading.Lock()
 
@@ -104,29 +106,37 @@ class FactsPool:
         with self._lock:
             if label in self._probes:
                 return
-            run = _Probe(secrets.token_hex(12), time.monotonic(), cf.Future())
+            run = _Probe(secrets.token_hex(12), cf.Future())
             self._probes[label] = run
 
         def work() -> None:
-            try:
-                run.host = host_factory()
-                facts = probe_host(run.host, label, self._script_for(run.token, self._timeout + HOST_GRACE_S))
-            except BaseException as exc:  # noqa: BLE001 - a probe thread must always settle its future
-                facts = NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
-            _settle(run.future, facts)
+            with self._slots:
+                run.started = time.monotonic()
+                try:
+                    run.host = host_factory()
+                    facts = probe_host(run.host, label, self._script_for(run.token, self._timeout + HOST_GRACE_S))
+                except BaseException as exc:  # noqa: BLE001 - a probe thread must always settle its future
+                    facts = NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
+                _settle(run.future, facts)
 
         threading.Thread(target=work, name=f"probe {label}", daemon=True).start()
 
     def get(self, label: str, host_factory: Callable[[], Any]) -> NodeFacts:
         self.submit(label, host_factory)
         run = self._probes[label]
-        try:
-            return run.future.result(timeout=max(0.0, run.started + self._timeout - time.monotonic()))
-        except cf.TimeoutError:  # settled first: what the ended probe printed until now is not its result
-            _settle(run.future, NodeFacts(label, {}, f"the probe did not finish within {self._timeout:g} s "
-                                                     f"(profile timeouts.probe_s); it was ended on the host"))
-            self._end(run)
-            return run.future.result()
+        while True:
+            started = run.started
+            left = self._timeout if started is None else started + self._timeout - time.monotonic()
+            try:
+                return run.future.result(timeout=max(0.0, left))
+            except cf.TimeoutError:
+                if started is not None:
+                    break  # else it waited for a slot all along: its own deadline has not begun
+        # settled first: what the ended probe printed until now is not its result
+        _settle(run.future, NodeFacts(label, {}, f"the probe did not finish within {self._timeout:g} s "
+                                                 f"(profile timeouts.probe_s); it was ended on the host"))
+        self._end(run)
+        return run.future.result()
 
     @staticmethod
     def _end(run: _Probe) -> None:
