@@ -15,8 +15,8 @@ import os
 import socket
 import ssl
 import threading
-import urllib.parse
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -78,7 +78,10 @@ def _ssl_error(exc: BaseException) -> ssl.SSLError | None:
 
 
 def _timed_out(exc: BaseException) -> bool:
-    return any(isinstance(e, (urllib3.exceptions.TimeoutError, TimeoutError)) for e in _causes(exc))
+    """No answer in time (urllib3's NewConnectionError, a refused connection, is a
+    ConnectTimeoutError only by inheritance)."""
+    return any(isinstance(e, (urllib3.exceptions.TimeoutError, TimeoutError))
+               and not isinstance(e, urllib3.exceptions.NewConnectionError) for e in _causes(exc))
 
 
 def _answers_plain_http(host: str, port: int, timeout: float) -> bool:

@@ -126,11 +126,25 @@ def install(api: client.ApiClient, values: dict, *, namespace: str = NAMESPACE) 
     return objects
 
 
+def _with_removals(old: dict, new: dict) -> dict:
+    """``new`` with ``None`` (a merge patch's "delete") for every key of ``old`` it no longer has."""
+    out = dict(new)
+    for key, value in old.items():
+        if key not in new:
+            out[key] = None
+        elif isinstance(value, dict) and isinstance(new[key], dict):
+            out[key] = _with_removals(value, new[key])
+    return out
+
+
 def upgrade(api: client.ApiClient, previous: list[dict], values: dict, *, namespace: str = NAMESPACE) -> list[dict]:
     """``helm upgrade``: apply the newly rendered objects, delete those the release no longer
     renders (e.g. a ConfigMap of ``migManager.config.create``). Returns the new objects."""
     objects = render(values, namespace=namespace)
-    apply(api, objects, namespace=namespace)
+    # as helm's three-way merge: what the previous release rendered and this one does not is removed
+    before = {(o["kind"], o["metadata"]["name"]): o for o in previous}
+    apply(api, [_with_removals(before.get((o["kind"], o["metadata"]["name"]), {}), o) for o in objects],
+          namespace=namespace)
     keep = {(o["kind"], o["metadata"]["name"]) for o in objects}
     dyn = dynamic.DynamicClient(api)
     for o in previous:
