@@ -13,16 +13,31 @@ from typing import Callable, Iterator
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_suite(*args: str, report_dir: Path, timeout: float = 600,
-              env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict | None]:
-    """``pytest <args>`` from the repo root with reports in ``report_dir``; returns the process
-    and the JSON results it wrote (None if it wrote none)."""
-    report_dir.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--report-dir={report_dir}", *args]
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout,
+def run_suite(*args: str, report_dir: Path, timeout: float = 600, env: dict | None = None,
+              wrapper: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, dict | None]:
+    """``pytest <args>`` from the repo root with reports in ``report_dir`` (run by ``wrapper``,
+    e.g. in a network namespace, when given); returns the process and the JSON results it wrote
+    (None if it wrote none)."""
+    proc = subprocess.run([*wrapper, *_command(args, report_dir)], cwd=REPO, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+    return proc, json_results(report_dir)
+
+
+def start_suite(*args: str, report_dir: Path) -> subprocess.Popen:
+    """``pytest <args>`` started in the background (to be signalled), output on one text pipe."""
+    return subprocess.Popen(_command(args, report_dir), cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def json_results(report_dir: Path) -> dict | None:
+    """The JSON results a run wrote in ``report_dir`` (the newest), None if it wrote none."""
     files = sorted(report_dir.glob("*.json"))
-    return proc, (json.loads(files[-1].read_text()) if files else None)
+    return json.loads(files[-1].read_text()) if files else None
+
+
+def _command(args: tuple[str, ...], report_dir: Path) -> list[str]:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", f"--report-dir={report_dir}", *args]
 
 
 @contextlib.contextmanager

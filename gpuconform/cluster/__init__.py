@@ -4,7 +4,8 @@ Data flows one way: the checks (tests/cluster) hand values to this library; it n
 profile nor imports the checks. Modules:
 
 * ``connect``   -- a client from kubeconfig / context / in-cluster config, counting requests,
-                   one-line errors for an unreachable or unauthorised API server;
+                   one-line errors for an unreachable or unauthorised API server, refusals
+                   (certificate, TLS, 401) named at once, a stalled server given up once;
 * ``facts``     -- a read-only snapshot, one list call per kind, fetched on first use;
 * ``pods``      -- pod states (ready, terminal, image pull, crash) and one-line descriptions;
 * ``migconfig`` -- relabel nvidia.com/mig.config and follow the MIG manager (disruptive check);

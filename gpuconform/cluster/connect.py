@@ -1,13 +1,22 @@
 """A connection to the API server: from --kubeconfig, $KUBECONFIG, in-cluster config or
 ~/.kube/config; every HTTP request counted; transient errors retried under a deadline; every
-failure one line (``Unreachable`` / ``ClusterError``), never a traceback."""
+failure one line (``Unreachable`` / ``ClusterError``), never a traceback.
+
+Refusals are answered at once with their cause, never retried: a certificate that expired, is
+signed by another CA or names another host, a server that does not speak TLS, credentials
+refused (401). A server that leaves one request unanswered for ``timeout`` (profile
+``cluster.timeouts.api_s``) is *stalled*: every later request of the run gives up at once with
+that cause, so a hung API server costs the cluster layer one ``timeout``, not one per request."""
 from __future__ import annotations
 
 import collections
 import json
 import os
+import socket
+import ssl
 import threading
 import time
+import urllib.parse
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -16,6 +25,8 @@ import yaml
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from gpuconform.cluster.errors import ClusterError, Unreachable, api_error_line
+from gpuconform.kubeflow.tls import served_certificate
+from gpuconform.node.facts import CannotTell
 
 T = TypeVar("T")
 TRANSIENT_STATUS = {429, 500, 502, 503, 504}
@@ -23,6 +34,13 @@ IN_CLUSTER_ENV = "KUBERNETES_SERVICE_HOST"
 #: Where a pod finds its service account token and CA (GPUCONFORM_SERVICEACCOUNT_DIR moves it).
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SERVICE_ACCOUNT_ENV = "GPUCONFORM_SERVICEACCOUNT_DIR"
+#: OpenSSL verify codes (X509_V_ERR_*): expired; the chain does not lead to a trusted CA; host name.
+CERT_EXPIRED = 10
+CERT_UNKNOWN_CA = (2, 18, 19, 20, 21)
+CERT_WRONG_NAME = (62, 64)
+#: OpenSSL's reasons when the other end answers something that is not TLS.
+NOT_TLS = ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST",
+           "UNKNOWN_PROTOCOL")
 
 
 def _k8s():
@@ -35,11 +53,75 @@ def _k8s():
 
 
 def transient(exc: BaseException) -> bool:
-    """Worth another try: throttling, a server error, a dropped or refused connection."""
+    """Worth another try: throttling, a server error, a dropped or refused connection (a TLS
+    refusal is not: it will be refused again)."""
     _, _, ApiException, _ = _k8s()
     if isinstance(exc, ApiException):
         return exc.status in TRANSIENT_STATUS or exc.status == 0
-    return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError))
+    return isinstance(exc, (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError)) and _ssl_error(exc) is None
+
+
+def _causes(exc: BaseException):
+    """``exc`` and what it wraps (urllib3's MaxRetryError.reason, args, __cause__, __context__)."""
+    seen, stack = set(), [exc]
+    while stack:
+        e = stack.pop()
+        if not isinstance(e, BaseException) or id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        stack += [getattr(e, "reason", None), e.__cause__, e.__context__, *e.args]
+
+
+def _ssl_error(exc: BaseException) -> ssl.SSLError | None:
+    return next((e for e in _causes(exc) if isinstance(e, ssl.SSLError)), None)
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """No answer in time (urllib3's NewConnectionError, a refused connection, is a
+    ConnectTimeoutError only by inheritance)."""
+    return any(isinstance(e, (urllib3.exceptions.TimeoutError, TimeoutError))
+               and not isinstance(e, urllib3.exceptions.NewConnectionError) for e in _causes(exc))
+
+
+def _answers_plain_http(host: str, port: int, timeout: float) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(f"GET /version HTTP/1.0\r\nHost: {host}\r\n\r\n".encode())
+            return sock.recv(5) == b"HTTP/"
+    except OSError:
+        return False
+
+
+def tls_refusal(server: str, ca_bundle: str | None, exc: BaseException, timeout: float = 5) -> str | None:
+    """Why the TLS connection to ``server`` was refused, in words (the certificate's expiry date,
+    issuer or names, read back from the server), or None when ``exc`` is no TLS failure."""
+    err = _ssl_error(exc)
+    if err is None:
+        return None
+    url = urllib.parse.urlsplit(server)
+    host, port = url.hostname or "", url.port or 443
+    if not isinstance(err, ssl.SSLCertVerificationError):
+        if err.reason in NOT_TLS:
+            http = _answers_plain_http(host, port, timeout)
+            return (f"{server} does not speak TLS" + (": it answers plain HTTP (an http:// server, or the "
+                                                       "wrong port)" if http else f" ({err.reason})"))
+        return f"TLS handshake with {server} failed: {err.reason or err}"
+    try:
+        cert = served_certificate(host, port, ca_bundle, timeout=timeout)
+    except CannotTell:
+        cert = None
+    code = err.verify_code
+    if code == CERT_EXPIRED:
+        when = f" on {cert.not_after:%Y-%m-%d %H:%M} UTC" if cert else ""
+        return f"the API server's certificate expired{when}"
+    if code in CERT_UNKNOWN_CA:
+        by = f"; it is issued by {cert.issuer}" if cert else ""
+        return f"the API server's certificate is not signed by the configured CA (CA does not match{by})"
+    if code in CERT_WRONG_NAME:
+        names = f"; it names {', '.join(cert.names) or 'no host'}" if cert else ""
+        return f"the API server's certificate is not valid for host {host}{names}"
+    return f"the API server's certificate was refused: {err.verify_message or err}"
 
 
 def counting_client(configuration):
@@ -101,6 +183,8 @@ class Cluster:
         self.api = api
         self.source = source
         self.timeout = timeout
+        #: Why the server counts as stalled (it left a request unanswered for ``timeout``), or None.
+        self.stalled: str | None = None
 
     @property
     def server(self) -> str:
@@ -113,7 +197,7 @@ class Cluster:
     @property
     def request_timeout(self) -> float:
         """Seconds one HTTP request may take (lists of thousands of nodes included)."""
-        return max(self.timeout, 5.0)
+        return self.timeout
 
     def call(self, what: str, fn: Callable[..., T], *args, deadline_s: float | None = None, **kwargs) -> T:
         """``fn(*args, **kwargs)``, retried on transient errors until the deadline; any failure
@@ -130,6 +214,9 @@ class Cluster:
                                   f"{api_error_line(exc)}") from None
             raise ClusterError(f"{what}: {api_error_line(exc)}") from None
         except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as exc:
+            refusal = tls_refusal(self.server, self.api.configuration.ssl_ca_cert, exc)
+            if refusal:
+                raise Unreachable(f"{refusal} ({self.source})") from None
             raise Unreachable(f"API server {self.server} unreachable ({self.source}) while {what}: "
                               f"{api_error_line(exc)}") from None
 
@@ -140,10 +227,21 @@ class Cluster:
         headers = {"Accept": "application/json"}
         if body is not None:
             headers["Content-Type"] = content_type
+        if self.stalled:
+            raise Unreachable(self.stalled)
+        shown = f"{method} {path}"
         method, url, headers, body, _post = self.api.param_serialize(
             method, path, query_params=[(k, v) for k, v in (query or {}).items() if v is not None] or None,
             header_params=headers, body=body, auth_settings=["BearerToken"])
-        resp = self.api.call_api(method, url, headers, body, _request_timeout=timeout or self.request_timeout)
+        timeout = timeout or self.request_timeout
+        try:
+            resp = self.api.call_api(method, url, headers, body, _request_timeout=timeout)
+        except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as exc:
+            if not _timed_out(exc):
+                raise
+            self.stalled = (f"API server {self.server} stopped answering: no answer to {shown} within "
+                            f"{timeout:g} s (cluster.timeouts.api_s)")
+            raise Unreachable(self.stalled) from None
         if not 200 <= resp.status <= 299:
             resp.read()
             raise _k8s()[2](http_resp=resp)
@@ -208,4 +306,7 @@ def wait_reachable(cluster: Cluster, timeout: float) -> dict:
     try:
         return cluster.get_json("/version", what="asking the server version", deadline_s=timeout)
     except Unreachable as exc:
-        raise Unreachable(f"{exc} (gave up after {time.monotonic() - t0:.0f}s)") from None
+        waited = time.monotonic() - t0
+        if waited < 1:  # refused at once (certificate, credentials): there was no waiting to tell of
+            raise
+        raise Unreachable(f"{exc} (gave up after {waited:.0f}s)") from None

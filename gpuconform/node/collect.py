@@ -1,12 +1,30 @@
-"""Gathering node facts: one probe per host, many hosts at once, each bounded in time."""
+"""Gathering node facts: one probe per host, many hosts at once, each under one hard deadline.
+
+The deadline (profile ``timeouts.probe_s``) always ends the wait: a probe still running then is
+reported as timed out and ended on both sides. On the host, the probe's own watchdog ends every
+process it started (:mod:`gpuconform.node.probe`). Here, every local process of that probe (the
+``ssh`` client, ``chroot``, or the probe itself on ``local://`` and ``chroot://`` hosts, which
+run on this machine) is found by the probe's token and killed, and a paramiko channel is closed.
+Probes run in daemon threads: a stuck one can never keep the run from ending.
+"""
 from __future__ import annotations
 
 import concurrent.futures as cf
+import dataclasses
+import os
+import secrets
+import signal
 import threading
+import time
 from typing import Any, Callable
 
 from gpuconform.node import probe
 from gpuconform.node.facts import NodeFacts
+
+
+#: The host's watchdog fires this much after our deadline: normally ours ends the wait (and says
+#: so); the host's ends the probe there also when the connection is gone.
+HOST_GRACE_S = 2
 
 
 def probe_host(host: Any, label: str, script: str) -> NodeFacts:
@@ -23,37 +41,113 @@ def probe_host(host: Any, label: str, script: str) -> NodeFacts:
     if not sections:
         tail = (result.stderr or result.stdout or "").strip().splitlines()[-1:] or [f"exit {result.rc}"]
         return NodeFacts(label, {}, f"the probe printed nothing usable: {tail[0]}")
+    if not probe.finished(result.stdout):
+        last = list(sections)[-1]
+        return NodeFacts(label, {}, f"the probe was cut short in step '{last}' (exit {result.rc}): ended by "
+                                    f"its deadline on the host, or the connection dropped")
     return NodeFacts(label, sections)
+
+
+def kill_local_processes(token: str, rounds: int = 5) -> int:
+    """KILL every process of this machine whose command line or environment holds ``token``
+    (repeated, so that a child forked meanwhile goes too); returns how many were killed."""
+    needle, killed = token.encode(), 0
+    for _ in range(rounds):
+        found = 0
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                    text = f.read()
+                with open(f"/proc/{entry.name}/environ", "rb") as f:
+                    text += f.read()
+                if needle in text:
+                    os.kill(int(entry.name), signal.SIGKILL)
+                    found += 1
+            except OSError:  # gone meanwhile, or not ours to read
+                continue
+        killed += found
+        if not found:
+            break
+        time.sleep(0.05)
+    return killed
+
+
+def _settle(future: cf.Future, facts: NodeFacts) -> None:
+    """The first result set wins: the probe's own, or the deadline's."""
+    try:
+        future.set_result(facts)
+    except cf.InvalidStateError:
+        pass
+
+
+@dataclasses.dataclass
+class _Probe:
+    token: str
+    future: cf.Future
+    started: float | None = None  # when it got one of the pool's slots: its deadline counts from there
+    host: Any = None
 
 
 class FactsPool:
     """Probes every host once, concurrently, and hands out the facts by label."""
 
-    def __init__(self, script: str, timeout_s: float, workers: int = 32):
-        self._script = script
+    def __init__(self, script_for: Callable[[str, float], str], timeout_s: float, workers: int = 32):
+        """``script_for(token, deadline_s)``: the probe script carrying ``token``; at most
+        ``workers`` probes run at once."""
+        self._script_for = script_for
         self._timeout = timeout_s
-        self._pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="probe")
-        self._futures: dict[str, cf.Future] = {}
+        self._slots = threading.BoundedSemaphore(workers)
+        self._probes: dict[str, _Probe] = {}
         self._lock = threading.Lock()
 
     def submit(self, label: str, host_factory: Callable[[], Any]) -> None:
         with self._lock:
-            if label not in self._futures:
-                self._futures[label] = self._pool.submit(
-                    lambda: probe_host(host_factory(), label, self._script))
+            if label in self._probes:
+                return
+            run = _Probe(secrets.token_hex(12), cf.Future())
+            self._probes[label] = run
+
+        def work() -> None:
+            with self._slots:
+                run.started = time.monotonic()
+                try:
+                    run.host = host_factory()
+                    facts = probe_host(run.host, label, self._script_for(run.token, self._timeout + HOST_GRACE_S))
+                except BaseException as exc:  # noqa: BLE001 - a probe thread must always settle its future
+                    facts = NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
+                _settle(run.future, facts)
+
+        threading.Thread(target=work, name=f"probe {label}", daemon=True).start()
 
     def get(self, label: str, host_factory: Callable[[], Any]) -> NodeFacts:
         self.submit(label, host_factory)
-        try:
-            return self._futures[label].result(timeout=self._timeout)
-        except cf.TimeoutError:
-            facts = NodeFacts(label, {}, f"the probe did not finish within {self._timeout:g} s "
-                                         f"(profile timeouts.probe_s)")
-            with self._lock:
-                fut = cf.Future()
-                fut.set_result(facts)
-                self._futures[label] = fut
-            return facts
+        run = self._probes[label]
+        while True:
+            started = run.started
+            left = self._timeout if started is None else started + self._timeout - time.monotonic()
+            try:
+                return run.future.result(timeout=max(0.0, left))
+            except cf.TimeoutError:
+                if started is not None:
+                    break  # else it waited for a slot all along: its own deadline has not begun
+        # settled first: what the ended probe printed until now is not its result
+        _settle(run.future, NodeFacts(label, {}, f"the probe did not finish within {self._timeout:g} s "
+                                                 f"(profile timeouts.probe_s); it was ended on the host"))
+        self._end(run)
+        return run.future.result()
+
+    @staticmethod
+    def _end(run: _Probe) -> None:
+        """End what is left of a probe: its local processes, its paramiko channel."""
+        kill_local_processes(run.token)
+        client = getattr(getattr(run.host, "backend", None), "__dict__", {}).get("client")
+        if client is not None:  # testinfra's paramiko backend: closing ends the channel's read
+            client.close()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """End every probe still running (the run ends, or was interrupted); waits for none."""
+        for run in list(self._probes.values()):
+            if not run.future.done():
+                self._end(run)

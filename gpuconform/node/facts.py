@@ -57,6 +57,13 @@ SHOWN = {
 _EVIDENCE_LINES = 40
 
 
+def _failed(sec: probe.Section, fallback: str = "") -> str:
+    """``timed out after N s (…)``, or ``failed: <stderr, else fallback, else the exit code>``."""
+    if sec.timed_out_s is not None:
+        return sec.failure
+    return f"failed: {sec.err.strip() or fallback.strip() or f'exit {sec.rc}'}"
+
+
 def cached(fn):
     return property(functools.cache(fn))
 
@@ -84,7 +91,7 @@ class NodeFacts:
     def _file(self, name: str, what: str) -> str:
         sec = self.section(name)
         if not sec.ok:
-            raise CannotTell(f"cannot read {what}: {sec.err.strip() or f'exit {sec.rc}'}")
+            raise CannotTell(f"cannot read {what}: {sec.failure}")
         return sec.out
 
     def tool(self, name: str) -> str | None:
@@ -117,7 +124,8 @@ class NodeFacts:
             lines = text.splitlines()
             if len(lines) > _EVIDENCE_LINES:
                 lines = lines[:_EVIDENCE_LINES] + [f"... ({len(lines) - _EVIDENCE_LINES} more lines)"]
-            parts.append(f"$ {SHOWN.get(name, name)}   [exit {sec.rc}]\n" + "\n".join(lines))
+            status = f"timed out after {sec.timed_out_s} s" if sec.timed_out_s is not None else f"exit {sec.rc}"
+            parts.append(f"$ {SHOWN.get(name, name)}   [{status}]\n" + "\n".join(lines))
         return "\n\n".join(parts)
 
     # -- system -----------------------------------------------------------------------------
@@ -218,7 +226,7 @@ class NodeFacts:
         self.require_tool("dkms")
         sec = self.section("dkms_status")
         if not sec.ok:
-            raise CannotTell(f"`dkms status` failed: {sec.err.strip() or f'exit {sec.rc}'}")
+            raise CannotTell(f"`dkms status` {_failed(sec)}")
         return dkms.parse_status(sec.out)
 
     @cached
@@ -256,14 +264,14 @@ class NodeFacts:
     def gpus(self) -> list[dict[str, str | None]]:
         sec = self.smi
         if not sec.ok:
-            raise CannotTell(f"nvidia-smi failed: {(sec.err or sec.out).strip() or f'exit {sec.rc}'}")
+            raise CannotTell(f"nvidia-smi {_failed(sec, sec.out)}")
         return nvidia_smi.parse_query(sec.out, probe.GPU_FIELDS)
 
     @cached
     def gpu_health(self) -> list[dict[str, str | None]]:
         sec = self.section("smi_health")
         if not sec.ok:
-            raise CannotTell(f"nvidia-smi health query failed: {(sec.err or sec.out).strip()}")
+            raise CannotTell(f"nvidia-smi health query {_failed(sec, sec.out)}")
         return nvidia_smi.parse_query(sec.out, probe.GPU_HEALTH_FIELDS)
 
     @cached

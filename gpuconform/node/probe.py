@@ -3,17 +3,26 @@
 The probe is read-only. Each fact is a *section*: a command (or file read) whose stdout, stderr
 and exit code come back apart, so parsers never see stderr noise and "tool missing" is told from
 "tool failed". Each command is bounded by ``timeout`` where the host has it, so a hung
-``nvidia-smi`` costs one section, not the run.
+``nvidia-smi`` costs one section, not the run (its section says it timed out).
+
+The whole probe is bounded too, also on a host without ``timeout`` or with a tool that ignores
+TERM and leaves a ``setsid`` child holding stdout: every process the probe starts carries the
+run's token in its environment (``GPUC_RUN``), and a watchdog started first ends them all, found
+by that token in /proc, and the probe itself at the deadline. The client ends its side at the
+same deadline (:mod:`gpuconform.node.collect`).
 
 Wire format (one line per record, stdout of the probe)::
 
     @@gpuconform <section> begin
     <stdout lines>            (stderr lines carry the prefix '@@e ')
-    @@gpuconform <section> rc=<code>
+    @@gpuconform <section> rc=<code>[ timeout=<seconds>]   (timeout=: killed by its command timeout)
+    ...
+    @@gpuconform end          (the probe ran to its end)
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import shlex
 
 MARK = "@@gpuconform"
@@ -39,6 +48,22 @@ TOOLS = (
 CONTAINERD_FILES = "/etc/containerd/config.toml /etc/containerd/conf.d/*.toml"
 MODPROBE_DIRS = "/etc/modprobe.d /run/modprobe.d /usr/local/lib/modprobe.d /usr/lib/modprobe.d /lib/modprobe.d"
 
+#: The watchdog: at the deadline, KILL the probe's shell (so it starts nothing more), then every
+#: process carrying this run's token (those a hung tool moved to a session of their own included).
+#: It holds none of the probe's output, so a probe that ends in time is not kept waiting; the
+#: probe's end stops it (TERM).
+_WATCHDOG = r"""
+( trap 'kill $s 2>/dev/null; exit 0' TERM
+  sleep "$GPUC_DEADLINE" & s=$!; wait $s
+  kill -KILL $$
+  for round in 1 2; do
+    for p in /proc/[0-9]*; do
+      tr '\000' '\n' < "$p/environ" 2>/dev/null | grep -qx "GPUC_RUN=$GPUC_RUN" && kill -KILL "${p#/proc/}"
+    done
+  done ) </dev/null >/dev/null 2>&1 &
+GPUC_W=$!
+"""
+
 _PRELUDE = r"""
 M='@@gpuconform'
 if command -v timeout >/dev/null 2>&1; then T="timeout -k 2 $GPUC_T"; else T=""; fi
@@ -47,7 +72,10 @@ export T kver
 sec() { name=$1; shift
   echo "$M $name begin"
   rc=$( { { "$@"; echo $? >&5; } 2>&1 1>&3 | sed 's/^/@@e /' >&3; } 5>&1 )
-  echo "$M $name rc=${rc:-none}"
+  case "$T:$rc" in  # timeout's own codes: 124 after TERM, 137 after the KILL that follows (-k)
+    ?*:124|?*:137) echo "$M $name rc=$rc timeout=$GPUC_T" ;;
+    *) echo "$M $name rc=${rc:-none}" ;;
+  esac
 } 3>&1
 """
 
@@ -58,10 +86,18 @@ class Section:
     rc: int | None
     out: str
     err: str
+    timed_out_s: int | None = None  # killed by its command timeout (profile timeouts.command_s)
 
     @property
     def ok(self) -> bool:
         return self.rc == 0
+
+    @property
+    def failure(self) -> str:
+        """Why the step did not succeed, in a few words: its timeout, its stderr or its exit code."""
+        if self.timed_out_s is not None:
+            return f"timed out after {self.timed_out_s} s (timeouts.command_s)"
+        return self.err.strip() or f"exit {self.rc}"
 
 
 def _steps(sysctls: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -124,14 +160,27 @@ def _steps(sysctls: tuple[str, ...]) -> list[tuple[str, str]]:
     return steps
 
 
-def build_script(sysctls: tuple[str, ...] = (), command_timeout_s: int = 30) -> str:
-    """The probe for one host, as one ``sh -c`` argument."""
-    body = [f"GPUC_T={int(command_timeout_s)}", _PRELUDE]
+def build_script(sysctls: tuple[str, ...] = (), command_timeout_s: int = 30, *,
+                 deadline_s: float | None = None, token: str = "none") -> str:
+    """The probe for one host, as one ``sh -c`` argument. ``token`` marks the processes of this
+    run; with ``deadline_s`` a watchdog ends them all that long after the start."""
+    body = [f"GPUC_T={int(command_timeout_s)}", f"GPUC_RUN={shlex.quote(token)}", "export GPUC_RUN"]
+    if deadline_s is not None:
+        body += [f"GPUC_DEADLINE={math.ceil(deadline_s)}", _WATCHDOG]
+    body.append(_PRELUDE)
     for name, cmd in _steps(tuple(sysctls)):
         # Each step runs in its own sh, so one step's failure (or `exit`) cannot end the probe.
         body.append(f"sec {name} sh -c {shlex.quote(cmd)}")
+    body.append('echo "$M end"')
+    if deadline_s is not None:
+        body.append('kill "$GPUC_W" 2>/dev/null')
     script = "\n".join(body)
     return "sh -c " + shlex.quote(script)
+
+
+def finished(stdout: str) -> bool:
+    """Whether the probe ran to its end (not ended by its deadline or a dropped connection)."""
+    return f"\n{MARK} end\n" in f"\n{stdout}\n"
 
 
 def parse(stdout: str) -> dict[str, Section]:
@@ -146,12 +195,10 @@ def parse(stdout: str) -> dict[str, Section]:
             if len(parts) == 3 and parts[2] == "begin":
                 current, out, err = parts[1], [], []
                 continue
-            if len(parts) == 3 and parts[2].startswith("rc=") and parts[1] == current:
-                try:
-                    rc: int | None = int(parts[2][3:])
-                except ValueError:
-                    rc = None
-                sections[current] = Section(rc, "\n".join(out), "\n".join(err))
+            if len(parts) in (3, 4) and parts[2].startswith("rc=") and parts[1] == current:
+                rc = _number(parts[2][3:])
+                timed_out = _number(parts[3][len("timeout="):]) if len(parts) == 4 else None
+                sections[current] = Section(rc, "\n".join(out), "\n".join(err), timed_out)
                 current = None
                 continue
         if current is None:
@@ -163,3 +210,10 @@ def parse(stdout: str) -> dict[str, Section]:
     if current is not None:  # the probe died mid-section (timeout, lost connection)
         sections[current] = Section(None, "\n".join(out), "\n".join(err))
     return sections
+
+
+def _number(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None

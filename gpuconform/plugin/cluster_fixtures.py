@@ -6,7 +6,6 @@ asks it for the GPU workers); nothing connects when no cluster check is selected
 """
 from __future__ import annotations
 
-import signal
 import threading
 from typing import TYPE_CHECKING
 
@@ -56,7 +55,9 @@ class ClusterRun:
 
     @property
     def unreachable(self) -> str | None:
-        return self.connect_error or (self.facts.unreachable if self.facts else None)
+        """Why the API server cannot be used: no connection, no answer to /version, or it stopped
+        answering since (stalled: every later request gives up at once)."""
+        return self.connect_error or (self.facts.unreachable if self.facts else None) or self.cluster.stalled
 
     def run_namespace(self) -> "RunNamespace":
         from gpuconform.cluster.namespace import ensure
@@ -80,23 +81,15 @@ def cluster_run(config: pytest.Config) -> ClusterRun:
     return config.stash[CLUSTER_RUN]
 
 
-def _raise_interrupt(signum, frame):
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
 @pytest.fixture(scope="session")
 def cluster_session(request: pytest.FixtureRequest):
     """This process's :class:`ClusterRun`; at the end (pass, fail, Ctrl-C or SIGTERM) its
-    cleanup runs, unless --keep-on-failure keeps what a failed run created."""
+    cleanup runs (SIGTERM is Ctrl-C: plugin/hooks.py), unless --keep-on-failure keeps what a
+    failed run created."""
     run = cluster_run(request.config)
-    old = signal.getsignal(signal.SIGTERM)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _raise_interrupt)  # SIGTERM cleans up like Ctrl-C
     yield run
     failed = request.session.testsfailed > 0
     errors = run.finish(failed)
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, old)
     # shown by pytest_terminal_summary: output of a fixture teardown is captured
     if run.cluster is not None:
         run.summary.append(f"gpuconform: cluster layer sent {run.cluster.request_count} API requests "

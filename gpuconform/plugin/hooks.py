@@ -4,6 +4,8 @@ The logic lives in gpuconform/report/; this file wires it to pytest."""
 from __future__ import annotations
 
 import re
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,10 @@ def _chroot_paths(config: pytest.Config) -> None:
         raise pytest.UsageError("--hosts: chroot:///PATH hosts cannot be mixed with other kinds in one run")
     config.option.hosts = ",".join(s[len("chroot://"):] for s in roots)
     config.option.connection = "chroot"
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _move_html_report(config: pytest.Config, path: Path) -> None:
@@ -134,6 +140,9 @@ class Hooks:
                 f"sha256 {self.profile.sha256[:12]})"]
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # SIGTERM ends the run as Ctrl-C does: probes ended, cleanup run, report of what finished written
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _interrupt)
         try:  # pytest-html shows pytest-metadata's environment table: mask secrets there too
             from pytest_metadata.plugin import metadata_key
         except ImportError:

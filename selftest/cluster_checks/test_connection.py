@@ -1,11 +1,22 @@
-"""Connecting: an unreachable or unauthorised API server, or no kubeconfig at all, gives one
-clear line within the profile's timeout; every other cluster check is then "blocked"."""
+"""Connecting: an unreachable or unauthorised API server, a refused certificate, a server that
+does not speak TLS, or no kubeconfig at all, gives one clear line at once or within the
+profile's timeout; an API server that stops answering costs one timeout; every other cluster
+check is then "blocked"."""
 from __future__ import annotations
 
+import http.server
+import json
+import re
 import socket
+import ssl
+import threading
 import time
+from pathlib import Path
 
+import pytest
 import yaml
+
+from cluster_harness import PROFILE, by_check
 
 REACHABLE = ("cluster.api.reachable", None)
 
@@ -120,3 +131,129 @@ def test_in_cluster_service_account(platform, tmp_path):
     finally:
         rbac.delete_cluster_role_binding(name)
         core.delete_namespaced_service_account(name, "default")
+
+
+# -- refusals and a stalled server, against API servers of our own on loopback ------------------
+# (no control plane needed: each is an http.server answering as the API server would)
+
+class _ApiServer(http.server.BaseHTTPRequestHandler):
+    """Answers /version; everything else: ``server.mode`` "answer", "hang" (until the test
+    ends) or "unauthorized" (every path, as an API server refusing the token)."""
+
+    def do_GET(self):
+        mode = self.server.mode
+        if mode == "unauthorized":
+            return self._json(401, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                    "message": "Unauthorized", "reason": "Unauthorized", "code": 401})
+        if self.path.split("?")[0] == "/version":
+            return self._json(200, {"major": "1", "minor": "35", "gitVersion": "v1.35.8"})
+        if mode == "hang":
+            self.server.release.wait(120)
+            return None
+        return self._json(404, {"kind": "Status", "message": "not found", "code": 404})
+
+    def _json(self, status: int, doc: dict) -> None:
+        body = json.dumps(doc).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def api_server():
+    """``api_server(mode, cert=None)``: an API server stand-in on 127.0.0.1 (HTTPS with ``cert``,
+    else plain HTTP); returns its port. Stopped after the test."""
+    servers = []
+
+    def start(mode: str, cert=None) -> int:
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ApiServer)
+        server.daemon_threads = True
+        server.mode, server.release = mode, threading.Event()
+        if cert is not None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(cert.cert, cert.key)
+            server.socket = ctx.wrap_socket(server.socket, server_side=True)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return server.server_address[1]
+    yield start
+    for server in servers:
+        server.release.set()
+        server.shutdown()
+        server.server_close()
+
+
+def _loopback_kubeconfig(tmp_path, port: int, ca) -> Path:
+    path = tmp_path / "loopback.kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "loopback",
+        "clusters": [{"name": "loopback", "cluster": {"server": f"https://127.0.0.1:{port}",
+                                                      "certificate-authority": str(ca.bundle)}}],
+        "users": [{"name": "selftest", "user": {"token": "selftest-token"}}],
+        "contexts": [{"name": "loopback", "context": {"cluster": "loopback", "user": "selftest"}}]}))
+    return path
+
+
+def _cluster_layer(tmp_path, kubeconfig: Path, api_s: float):
+    from runner import run_suite
+    doc = yaml.safe_load(PROFILE.read_text())
+    doc["cluster"]["timeouts"]["api_s"] = api_s
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(yaml.safe_dump(doc))
+    t0 = time.monotonic()
+    proc, report = run_suite("-m", "cluster", "-q", f"--profile={profile}", f"--kubeconfig={kubeconfig}",
+                             report_dir=tmp_path / "reports", timeout=300)
+    assert report, proc.stdout[-3000:] + proc.stderr[-2000:]
+    return proc, by_check(report), time.monotonic() - t0
+
+
+REFUSALS = {  # case: (server certificate: issuer, names, days valid; or None for plain HTTP), mode, message
+    "expired": (("ours", ["127.0.0.1"], -3), "answer", r"the API server's certificate expired on \d{4}-\d\d-\d\d \d\d:\d\d UTC"),
+    "another-ca": (("other", ["127.0.0.1"], 30), "answer",
+                   r"the API server's certificate is not signed by the configured CA \(CA does not match; "
+                   r"it is issued by CN=gpuconform other CA"),
+    "wrong-host": (("ours", ["api.elsewhere.example"], 30), "answer",
+                   r"the API server's certificate is not valid for host 127\.0\.0\.1; it names api\.elsewhere\.example"),
+    "plain-http": (None, "answer", r"https://127\.0\.0\.1:\d+ does not speak TLS: it answers plain HTTP"),
+    "unauthorized": (("ours", ["127.0.0.1"], 30), "unauthorized", r"refused our credentials .*HTTP 401 Unauthorized"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+def test_refusal_answered_at_once_with_its_cause(case, api_server, tmp_path):
+    """A certificate or credentials the API server's side refuses: cluster.api.reachable fails
+    at once (not retried for api_s) naming the cause, not "unreachable"; the rest is blocked."""
+    from testbed.kubeflow.pki import TestCA
+    cert_spec, mode, message = REFUSALS[case]
+    cas = {"ours": TestCA(tmp_path / "pki", "ours"), "other": TestCA(tmp_path / "pki", "other")}
+    cert = None
+    if cert_spec:
+        issuer, names, days = cert_spec
+        cert = cas[issuer].issue("apiserver", names, days=days)
+    port = api_server(mode, cert)
+    api_s = 60
+    proc, results, elapsed = _cluster_layer(tmp_path, _loopback_kubeconfig(tmp_path, port, cas["ours"]), api_s)
+    _assert_one_line_and_blocked(proc, results, "")
+    got = results[REACHABLE]["message"]
+    assert re.search(message, got) and "unreachable" not in got, got
+    assert elapsed < 25, f"took {elapsed:.0f} s: retried instead of answered at once (api_s {api_s})"
+
+
+def test_stalled_server_costs_one_deadline(api_server, tmp_path):
+    """An API server that answers /version and hangs on everything else: the whole cluster layer
+    gives up within about api_s (not one api_s per request), each check failed or blocked with
+    the cause."""
+    from testbed.kubeflow.pki import TestCA
+    ca = TestCA(tmp_path / "pki", "ours")
+    port = api_server("hang", ca.issue("apiserver", ["127.0.0.1"]))
+    api_s = 4
+    proc, results, elapsed = _cluster_layer(tmp_path, _loopback_kubeconfig(tmp_path, port, ca), api_s)
+    cause = f"stopped answering: no answer to GET /api/v1/nodes within {api_s} s (cluster.timeouts.api_s)"
+    _assert_one_line_and_blocked(proc, results, cause)
+    assert all(cause in r["message"] for r in results.values()), {k: r["message"] for k, r in results.items()}
+    assert elapsed < api_s + 20, f"the cluster layer took {elapsed:.0f} s with api_s {api_s}"

@@ -1,5 +1,9 @@
 """The probe runs in any POSIX sh, and its real output from an H200 host reads back as facts."""
+import contextlib
+import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -33,6 +37,48 @@ def test_stderr_is_kept_apart_from_stdout():
 def test_a_probe_cut_short_keeps_what_it_read():
     sections = probe.parse("@@gpuconform a begin\nA\n@@gpuconform a rc=0\n@@gpuconform b begin\npartial\n")
     assert sections["a"].ok and sections["b"].rc is None and sections["b"].out == "partial"
+
+
+def test_a_command_killed_by_its_timeout_says_so():
+    sections = probe.parse("@@gpuconform smi_gpus begin\n@@gpuconform smi_gpus rc=124 timeout=30\n"
+                           "@@gpuconform dkms_status begin\n@@e dkms: broken\n@@gpuconform dkms_status rc=3\n")
+    assert sections["smi_gpus"].failure == "timed out after 30 s (timeouts.command_s)"
+    assert sections["dkms_status"].timed_out_s is None and sections["dkms_status"].failure == "dkms: broken"
+
+
+def _with_token(token: str) -> list[int]:
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if f"GPUC_RUN={token}".encode() in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                pids.append(int(pid))
+        except OSError:
+            continue
+    return pids
+
+
+def test_watchdog_ends_the_probe_on_the_host(tmp_path):
+    """The probe's own watchdog (what ends it on an SSH host, where the client can only hang up):
+    nvidia-smi ignores TERM and leaves a setsid child holding the output, its command timeout is
+    far off; at the probe's deadline every process of the probe is gone and its output closed."""
+    (tmp_path / "nvidia-smi").write_text("#!/bin/sh\ntrap '' TERM\nsetsid sleep 3600 &\nexec sleep 3600\n")
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    token = "watchdog-selftest-" + os.urandom(4).hex()
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(probe.build_script((), 60, deadline_s=3, token=token), shell=True,
+                              capture_output=True, text=True, timeout=30,
+                              env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
+    finally:
+        deadline = time.monotonic() + 3  # the watchdog's last scan (its own tr and grep) may be running
+        while (left := _with_token(token)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for pid in left:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    assert time.monotonic() - t0 < 6 and proc.returncode == 128 + signal.SIGKILL, proc.returncode  # sh: KILLed
+    assert not left, f"left running: {left}"
+    assert probe.parse(proc.stdout)["smi_gpus"].rc is None  # cut short there
 
 
 def test_real_h200_identity(h200):

@@ -50,13 +50,16 @@ class TestCA:
         self.bundle.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
 
     def issue(self, label: str, names: list[str], *, days: float = 30) -> Issued:
+        """A server certificate for ``names`` valid ``days`` more (negative: expired that long ago,
+        after a day of validity)."""
         key = ec.generate_private_key(ec.SECP256R1())
         now = dt.datetime.now(dt.timezone.utc)
+        start = now - dt.timedelta(hours=1) if days > 0 else now + dt.timedelta(days=days - 1)
         alt = [x509.IPAddress(ipaddress.ip_address(n)) if n.replace(".", "").isdigit() else x509.DNSName(n)
                for n in names]
         cert = (x509.CertificateBuilder().subject_name(_name(names[0])).issuer_name(self.subject)
                 .public_key(key.public_key()).serial_number(x509.random_serial_number())
-                .not_valid_before(now - dt.timedelta(hours=1)).not_valid_after(now + dt.timedelta(days=days))
+                .not_valid_before(start).not_valid_after(now + dt.timedelta(days=days))
                 .add_extension(x509.SubjectAlternativeName(alt), critical=False)
                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
                 .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), False)

@@ -48,6 +48,7 @@ def test_nvidia_smi_runs(node):
     """`nvidia-smi --query-gpu=... --format=csv,noheader` exits 0."""
     assert node.tool("nvidia-smi"), "nvidia-smi is not installed on the host"
     sec = node.smi
+    assert sec.timed_out_s is None, f"nvidia-smi {sec.failure}"
     assert sec.ok, f"nvidia-smi failed (exit {sec.rc}): {(sec.out or sec.err).strip().splitlines()[0] if (sec.out or sec.err).strip() else ''}"
 
 
