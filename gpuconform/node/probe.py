@@ -51,9 +51,9 @@ MODPROBE_DIRS = "/etc/modprobe.d /run/modprobe.d /usr/local/lib/modprobe.d /usr/
 #: The watchdog: at the deadline, KILL the probe's shell (so it starts nothing more), then every
 #: process carrying this run's token (those a hung tool moved to a session of their own included).
 #: It holds none of the probe's output, so a probe that ends in time is not kept waiting; the
-#: probe's end stops it (TERM).
+#: probe's end stops it (TERM) and waits for it, so nothing is left, not even a zombie.
 _WATCHDOG = r"""
-( trap 'kill $s 2>/dev/null; exit 0' TERM
+( trap 'kill $s 2>/dev/null; wait $s 2>/dev/null; exit 0' TERM
   sleep "$GPUC_DEADLINE" & s=$!; wait $s
   kill -KILL $$
   for round in 1 2; do
@@ -173,7 +173,8 @@ def build_script(sysctls: tuple[str, ...] = (), command_timeout_s: int = 30, *,
         body.append(f"sec {name} sh -c {shlex.quote(cmd)}")
     body.append('echo "$M end"')
     if deadline_s is not None:
-        body.append('kill "$GPUC_W" 2>/dev/null')
+        # stop the watchdog and reap it (and it its sleep): no zombie left under an init that reaps nothing
+        body.append('kill "$GPUC_W" 2>/dev/null; wait "$GPUC_W" 2>/dev/null')
     script = "\n".join(body)
     return "sh -c " + shlex.quote(script)
 

@@ -3,6 +3,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -79,6 +80,36 @@ def test_watchdog_ends_the_probe_on_the_host(tmp_path):
     assert time.monotonic() - t0 < 6 and proc.returncode == 128 + signal.SIGKILL, proc.returncode  # sh: KILLed
     assert not left, f"left running: {left}"
     assert probe.parse(proc.stdout)["smi_gpus"].rc is None  # cut short there
+
+
+ORPHANS = r"""
+import ctypes, os, subprocess, sys, time
+ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans come to us
+from gpuconform.node import probe
+subprocess.run(probe.build_script(command_timeout_s=5, deadline_s=60, token="orphans"), shell=True,
+               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+time.sleep(0.5)
+left = []
+while True:
+    try:
+        pid, _ = os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        break
+    if pid == 0:
+        left.append("still running")
+        break
+    left.append(pid)
+print(len(left))
+"""
+
+
+def test_probe_leaves_no_orphan_or_zombie():
+    """A probe that ends in time leaves nothing on the host: its watchdog (and the watchdog's
+    sleep) is stopped and reaped, not handed to an init that may never reap it (the H200's does
+    not: a zombie sh and sleep stayed after every run)."""
+    out = subprocess.run([sys.executable, "-c", ORPHANS], capture_output=True, text=True, timeout=90,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert out.stdout.strip() == "0", out.stdout + out.stderr
 
 
 def test_real_h200_identity(h200):
