@@ -531,14 +531,15 @@ def names() -> list[str]:
     return [*GOOD, *FAULTS]
 
 
-def build(name: str) -> Scenario:
-    """The scenario called ``name``: a good host, or the good H100 worker with one fault."""
+def build(name: str, on: str = "gpu-good") -> Scenario:
+    """The scenario called ``name``: a good host, or a good host (the H100 worker unless ``on``
+    names another) with one fault."""
     if name in GOOD:
         return GOOD[name]()
     try:
         description, apply = FAULTS[name]
     except KeyError:
         raise KeyError(f"unknown scenario {name!r}; known: {', '.join(names())}") from None
-    s = gpu_good().clone(name, description)
+    s = GOOD[on]().clone(name, description)
     apply(s)
     return s
