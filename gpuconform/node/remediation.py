@@ -20,8 +20,8 @@ from gpuconform.node.facts import NodeFacts
 SCRIPTS = Path(__file__).resolve().parents[2] / "remediation"
 SOURCE_LIB = '. "$(dirname "$0")/lib.sh"'
 #: order in which a host's scripts run: the linker before the DKMS build that needs it
-ORDER = ("fix-ld.sh", "dkms-install.sh", "blacklist-nouveau.sh", "kernel-cmdline.sh", "sysctl.sh",
-         "persistenced.sh", "containerd-nvidia-runtime.sh", "mig-reset.sh")
+ORDER = ("kernel-headers.sh", "fix-ld.sh", "dkms-install.sh", "blacklist-nouveau.sh", "kernel-cmdline.sh", "sysctl.sh",
+         "persistenced.sh", "containerd-nvidia-runtime.sh", "fabricmanager.sh", "mig-reset.sh")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +114,24 @@ def _containerd(facts: NodeFacts, expected, param) -> Fix:
                "--config=/etc/containerd/config.toml; systemctl restart containerd")
 
 
+def _headers(facts: NodeFacts, expected, param) -> Fix:
+    k = facts.kernel_release
+    does = (f"dnf install --disableexcludes=all <kernel package>-devel-{k} (kernel-lt-devel-{k} on RED OS)"
+            if _rhel(facts) else f"apt-get install linux-headers-{k}")
+    return Fix("kernel-headers.sh", (("KERNEL", k),), does)
+
+
+def _fabric_manager(facts: NodeFacts, expected, param) -> Fix:
+    loaded = facts.driver_proc_version
+    if loaded and loaded["version"] != expected.driver.version:
+        return None  # the driver itself is not the profile's: fix the driver, not fabric manager
+    v = expected.driver.version
+    pkg = (f"dnf install nvidia-fabric-manager-{v}" if _rhel(facts)
+           else f"apt-get install nvidia-fabricmanager-{v.split('.')[0]}={v}-1")
+    return Fix("fabricmanager.sh", (("NVIDIA_VERSION", v),),
+               f"{pkg}; systemctl enable nvidia-fabricmanager; systemctl restart nvidia-fabricmanager")
+
+
 def _mig_pending(facts: NodeFacts, expected, param) -> Fix:
     gpus = ",".join(str(g["index"]) for g in facts.gpus if g.get("mig.mode.pending") != g.get("mig.mode.current"))
     return Fix("mig-reset.sh", (), f"drain the node, stop the GPU's clients, nvidia-smi -r -i {gpus or '<gpu>'} "
@@ -137,6 +155,9 @@ COMPANIONS: dict[str, Callable[[NodeFacts, object, str | None], Fix | None]] = {
     "node.gpu.persistence_mode": _persistenced,
     "node.containerd.nvidia_runtime": _containerd,
     "node.containerd.nvidia_default": _containerd,
+    "node.kernel.headers": _headers,
+    "node.fabricmanager.version": _fabric_manager,
+    "node.fabricmanager.active": _fabric_manager,
     "node.mig.no_pending": _mig_pending,
 }
 

@@ -30,9 +30,16 @@ EXPECTED_STATES = {
     "containerd-not-default": {"node.containerd.nvidia_default": "fixed"},
     "bpf-jit-harden-2": {"node.sysctl[net.core.bpf_jit_harden]": "fixed"},
     "mig-pending": {"node.mig.no_pending": "reboot required"},
+    "no-kernel-headers": {"node.kernel.headers": "fixed"},
+    "fabricmanager-mismatch": {"node.fabricmanager.version": "fixed", "node.fabricmanager.active": "fixed"},
+    "fabricmanager-inactive": {"node.fabricmanager.active": "fixed"},
+    # the loaded driver is not the profile's: no script replaces a driver; fabric manager is left
+    # alone (pinning it to the wrong driver would hide the fault)
+    "driver-wrong-version": {"node.dkms.nvidia_installed": "fix failed"},
 }
 #: what a failed fix must say
-FIX_FAILED_BECAUSE = {"dkms-broken": "broken", "dkms-wrong-version": "no nvidia 580.95.05 source"}
+FIX_FAILED_BECAUSE = {"dkms-broken": "broken", "dkms-wrong-version": "no nvidia 580.95.05 source",
+                      "driver-wrong-version": "no nvidia 580.95.05 source"}
 PARAMIKO = ("bpf-jit-harden-2", "persistenced-inactive")  # the rest over ssh://
 NAMES = sorted(EXPECTED_STATES)
 

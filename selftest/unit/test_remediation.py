@@ -29,6 +29,8 @@ CASES = {
     "persistenced-inactive": ("persistenced.sh", {}, "node.persistenced.running", None),
     "containerd-no-nvidia-runtime": ("containerd-nvidia-runtime.sh", {}, "node.containerd.nvidia_runtime", None),
     "mig-pending": ("mig-reset.sh", {}, None, "GPU 3"),
+    "no-kernel-headers": ("kernel-headers.sh", {}, "node.kernel.headers", None),
+    "fabricmanager-mismatch": ("fabricmanager.sh", {"NVIDIA_VERSION": DRIVER}, "node.fabricmanager.version", None),
 }
 FAMILIES = {"rhel": "gpu-good", "debian": "good-debian"}
 #: tools that change a host: none of them may run on this machine

@@ -354,10 +354,12 @@ def _tools(r: _Root, s: Scenario) -> None:
         r.write(f"{STATE}/packages.tsv", "".join(
             f"{p.name}\t{p.version}\t{p.release}\t{p.arch}\n" for p in s.packages))
         _install(r, "rpm", "/usr/bin/rpm")
+        _install(r, "pkg-install", "/usr/bin/dnf")
     else:
         r.write(f"{STATE}/packages.tsv", "".join(
             f"{p.name}\t{p.version}\t-\t{p.arch}\n" for p in s.packages))
         _install(r, "dpkg-query", "/usr/bin/dpkg-query")
+        _install(r, "pkg-install", "/usr/bin/apt-get")
 
     if s.initramfs_tool == "lsinitrd":
         _install(r, "lsinitrd", "/usr/bin/lsinitrd")
