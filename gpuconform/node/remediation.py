@@ -98,11 +98,17 @@ def _sysctl(facts: NodeFacts, expected, param) -> Fix | None:
 
 
 def _persistenced(facts: NodeFacts, expected, param) -> Fix | None:
+    if not facts.systemd_is_init:
+        return None  # no systemd: the daemon's unit cannot run; only persistence mode can be set
     if facts.process_running("nvidia-persistenced"):
         return None  # the daemon runs (with --no-persistence-mode): its unit must change, by hand
+    return Fix("persistenced.sh", (), "systemctl enable nvidia-persistenced.service; "
+                                      "systemctl start nvidia-persistenced.service")
+
+
+def _persistence_mode(facts: NodeFacts, expected, param) -> Fix | None:
     if facts.systemd_is_init:
-        return Fix("persistenced.sh", (), "systemctl enable nvidia-persistenced.service; "
-                                          "systemctl start nvidia-persistenced.service")
+        return _persistenced(facts, expected, param)
     return Fix("persistenced.sh", (), "nvidia-smi -pm 1 (no systemd: nvidia-persistenced cannot run here; "
                                       "lost at reboot)")
 
@@ -152,7 +158,7 @@ COMPANIONS: dict[str, Callable[[NodeFacts, object, str | None], Fix | None]] = {
     "node.persistenced.enabled": _persistenced,
     "node.persistenced.active": _persistenced,
     "node.persistenced.running": _persistenced,
-    "node.gpu.persistence_mode": _persistenced,
+    "node.gpu.persistence_mode": _persistence_mode,
     "node.containerd.nvidia_runtime": _containerd,
     "node.containerd.nvidia_default": _containerd,
     "node.kernel.headers": _headers,

@@ -172,15 +172,14 @@ class Hooks:
         if not final:
             return report
         facts = item.funcargs.get("node") if hasattr(item, "funcargs") else None
-        expected = self._expected(item) if facts is not None else None
-        param = rec.param_of(item)
-        companion = remediation.companion(mark.kwargs["id"], facts, expected, param)
+        companion = (remediation.companion(mark.kwargs["id"], facts, self._expected(item), rec.param_of(item))
+                     if report.failed and facts is not None else None)
         fix = companion.text() if companion else fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
         layer = next((m.name for m in item.iter_markers() if m.name in LAYERS), None)
         record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
         waivers_mod.apply(self.waivers, record, self.today)
         if remediator is not None:
-            remediator.note(item, record, facts, expected)
+            remediator.note(item, record, facts, companion)
         report.gpuconform_record = record
         if rec.could_not_check(call):  # one line, not a traceback through the facts accessors
             report.longrepr = record["message"]

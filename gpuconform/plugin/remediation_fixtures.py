@@ -61,13 +61,12 @@ class Remediator:
         self.results: list[dict] = []
         self.probe_script: str | None = None
 
-    def note(self, item: pytest.Item, record: dict, facts, expected) -> None:
-        """Called by the report hook for each final result."""
+    def note(self, item: pytest.Item, record: dict, facts, fix: remediation.Fix | None) -> None:
+        """Called by the report hook for each final result, with the failure's companion fix."""
         if record["verdict"] != "fail" or record["layer"] != "node" or facts is None:
             return
         if self.wanted and record["check_id"] not in self.wanted:
             return
-        fix = remediation.companion(record["check_id"], facts, expected, record["param"])
         host = item.funcargs.get("host")
         if fix is None or host is None:
             return

@@ -86,4 +86,8 @@ EXPECTED: dict[str, Expect] = {
     "ecc-disabled": Expect({"node.gpu.ecc_enabled": r"GPU 5"}),
     "row-remap-failure": Expect({"node.gpu.row_remap": r"GPU 2"}),
     "no-systemd": Expect(skipped=frozenset({"node.persistenced.enabled", "node.persistenced.active"})),
+    "no-systemd-persistence-off": Expect(
+        {"node.persistenced.running": r"no nvidia-persistenced process",
+         "node.gpu.persistence_mode": r"not Enabled on GPU 0, 1, 2, 3, 4, 5, 6, 7"},
+        skipped=frozenset({"node.persistenced.enabled", "node.persistenced.active"})),
 }

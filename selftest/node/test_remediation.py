@@ -31,6 +31,8 @@ EXPECTED_STATES = {
     "bpf-jit-harden-2": {"node.sysctl[net.core.bpf_jit_harden]": "fixed"},
     "mig-pending": {"node.mig.no_pending": "reboot required"},
     "no-kernel-headers": {"node.kernel.headers": "fixed"},
+    # no systemd: the daemon cannot run (no script for that), legacy persistence mode is the fallback
+    "no-systemd-persistence-off": {"node.gpu.persistence_mode": "fixed"},
     "fabricmanager-mismatch": {"node.fabricmanager.version": "fixed", "node.fabricmanager.active": "fixed"},
     "fabricmanager-inactive": {"node.fabricmanager.active": "fixed"},
     # the loaded driver is not the profile's: no script replaces a driver; fabric manager is left

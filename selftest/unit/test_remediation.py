@@ -27,6 +27,7 @@ CASES = {
     "dkms-added": ("dkms-install.sh", {"NVIDIA_VERSION": DRIVER}, "node.dkms.nvidia_installed", None),
     "ld-not-executable": ("fix-ld.sh", {}, "node.toolchain.ld_runs", None),
     "persistenced-inactive": ("persistenced.sh", {}, "node.persistenced.running", None),
+    "no-systemd-persistence-off": ("persistenced.sh", {}, "node.gpu.persistence_mode", None),
     "containerd-no-nvidia-runtime": ("containerd-nvidia-runtime.sh", {}, "node.containerd.nvidia_runtime", None),
     "mig-pending": ("mig-reset.sh", {}, None, "GPU 3"),
     "no-kernel-headers": ("kernel-headers.sh", {}, "node.kernel.headers", None),

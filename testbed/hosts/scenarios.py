@@ -510,6 +510,15 @@ def _no_systemd(s: Scenario) -> None:
     s.units = None
 
 
+@fault("no-systemd-persistence-off", "container-like host (PID 1 tini, no systemd): nvidia-persistenced "
+                                     "does not run and persistence mode is off")
+def _no_systemd_persistence_off(s: Scenario) -> None:
+    _no_systemd(s)
+    s.processes.remove("nvidia-persistenced")
+    for gpu in s.gpus:
+        gpu.persistence_mode = "Disabled"
+
+
 def _unit(s: Scenario, name: str, **changes: str) -> None:
     assert s.units is not None
     unit = next(u for u in s.units if u.name == name)
