@@ -22,8 +22,15 @@ for p in $ADD; do case " $configured " in *" $p "*) ;; *) missing="$missing $p" 
 for p in $REMOVE; do case " $configured " in *" $p="*|*" $p "*) present="$present $p" ;; esac; done
 if [ -n "$missing$present" ]; then
   if has grubby; then
+    if [ "$APPLY" = 1 ]; then  # grubby edits the boot entries (BLS) and /etc/default/grub
+      for f in "$ROOT"/boot/loader/entries/*.conf "$ROOT$G"; do [ -f "$f" ] && backup "${f#"$ROOT"}"; done
+    fi
     [ -n "$missing" ] && run grubby --update-kernel=ALL --args="${missing# }"
     [ -n "$present" ] && run grubby --update-kernel=ALL --remove-args="${present# }"
+    if [ -f "$ROOT/boot/grub2/grub.cfg" ] && has grub2-mkconfig; then  # the article's step, for non-BLS menus
+      [ "$APPLY" = 1 ] && backup /boot/grub2/grub.cfg
+      run grub2-mkconfig -o /boot/grub2/grub.cfg
+    fi
   else
     plan "edit GRUB_CMDLINE_LINUX in $G: add${missing:- nothing}, remove${present:- nothing}"
     CHANGED=1

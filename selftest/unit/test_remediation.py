@@ -130,11 +130,10 @@ def test_edits_are_backed_up_before_the_first_change(runs, family):
     ld_backups = list((r2["root"] / "usr/bin").glob("ld.gpuconform-*.bak"))
     assert len(ld_backups) == 1 and not os.access(ld_backups[0], os.X_OK), ld_backups
     grub = runs[family, "cmdline-has-lockdown"]["root"]
-    edited = (grub / "etc/default/grub") if family == "debian" else None
-    if edited is not None:
-        backups = list(edited.parent.glob("grub.gpuconform-*.bak"))
-        assert len(backups) == 1 and "lockdown=integrity" in backups[0].read_text()
-        assert "lockdown" not in edited.read_text()
+    edited = next((grub / "boot/loader/entries").glob("*.conf")) if family == "rhel" else grub / "etc/default/grub"
+    backups = list(edited.parent.glob(f"{edited.name}.gpuconform-*.bak"))
+    assert len(backups) == 1 and "lockdown=integrity" in backups[0].read_text(), backups
+    assert "lockdown" not in edited.read_text()
 
 
 def test_the_machine_running_the_scripts_is_untouched(runs, watched):
@@ -148,3 +147,25 @@ def test_unknown_option_is_one_line(tmp_path):
     proc = subprocess.run([str(REPO / "remediation" / "sysctl.sh"), "--yes"], capture_output=True, text=True,
                           env={**os.environ, "GPUCONFORM_ROOT": str(tmp_path)}, timeout=30)
     assert proc.returncode == 2 and proc.stderr.strip() == "sysctl.sh: unknown option --yes (use --apply or --help)"
+
+
+def test_fixture_over_chroot_fixes_only_the_named_checks(watched, tmp_path):
+    """``--remediate=apply --remediate-checks=node.sysctl`` through testinfra's chroot backend: the
+    sysctl host is fixed, the host whose failure was not named is left byte for byte as it was."""
+    roots = {n: rootfs.render(scenarios.build(n), tmp_path / n / "root", stage=tmp_path / ".bin")
+             for n in ("bpf-jit-harden-2", "dkms-added")}
+    untouched = rootfs.digest(roots["dkms-added"])
+    _, doc = run_suite("-m", "node", "-q", "--hosts=" + ",".join(f"chroot://{r}" for r in roots.values()),
+                       "--remediate=apply", "--remediate-checks=node.sysctl", report_dir=tmp_path / "reports")
+    assert [(r["host"], r["check_id"], r["state"]) for r in doc["remediation"]] == [
+        (str(roots["bpf-jit-harden-2"]), "node.sysctl", "fixed")], doc["remediation"]
+    assert rootfs.digest(roots["dkms-added"]) == untouched
+
+
+def test_no_remediation_without_the_option(watched, tmp_path):
+    """The checks alone change nothing on a failing host and run no script."""
+    root = rootfs.render(scenarios.build("bpf-jit-harden-2"), tmp_path / "h" / "root", stage=tmp_path / ".bin")
+    before = rootfs.digest(root)
+    _, doc = run_suite("-m", "node", "-q", f"--hosts=chroot://{root}", report_dir=tmp_path / "reports")
+    assert [r["check_id"] for r in doc["results"] if r["verdict"] == "fail"] == ["node.sysctl"]
+    assert doc["remediation"] == [] and rootfs.digest(root) == before
