@@ -47,5 +47,5 @@ running=$(cat "$ROOT/proc/cmdline" 2>/dev/null || true)
 stale=""
 for p in $ADD; do case " $running " in *" $p "*) ;; *) stale="$stale +$p" ;; esac; done
 for p in $REMOVE; do case " $running " in *" $p="*|*" $p "*) stale="$stale -$p" ;; esac; done
-[ -z "$stale" ] || reboot_required "the running kernel's command line lacks the boot entries' change:$stale"
+[ -z "$stale" ] || reboot_required "the kernel command line changes at the next boot (+added, -removed):$stale"
 finish
