@@ -148,3 +148,12 @@ def test_init_container_ask_counts_like_the_scheduler_counts_it():
     pod.spec.init_containers = [client.V1Container(name="i", resources=client.V1ResourceRequirements(
         limits={"nvidia.com/mig-1g.10gb": "1", "nvidia.com/gpu": "1"}))]
     assert gpu_requests(pod) == {"nvidia.com/gpu": 1, "nvidia.com/mig-1g.10gb": 1}
+
+
+def test_helm_upgrade_patch_drops_what_the_new_rendering_left_out():
+    """The chart writes sandboxDevicePlugin.enabled only when true: going back to false must
+    remove it from the ClusterPolicy, as helm upgrade's patch does."""
+    from testbed.gpuoperator.operator import merge_patch
+    old = {"spec": {"sandboxDevicePlugin": {"enabled": True, "image": "x"}, "mig": {"strategy": "mixed"}}}
+    new = {"spec": {"sandboxDevicePlugin": {"image": "x"}, "mig": {"strategy": "mixed"}, "cdi": {"enabled": False}}}
+    assert merge_patch(old, new) == {"spec": {"sandboxDevicePlugin": {"enabled": None}, "cdi": {"enabled": False}}}

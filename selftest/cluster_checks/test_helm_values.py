@@ -79,3 +79,13 @@ def test_sandbox_device_plugin_on_fails_the_spec_check(platform, helm_upgrade, r
     r = results[("cluster.operator.spec", "sandboxDevicePlugin.enabled")]
     assert r["verdict"] == "fail" and "spec.sandboxDevicePlugin.enabled is True, expected False" in r["message"], r
     assert results[("cluster.operator.spec", "driver.enabled")]["verdict"] == "pass"
+
+
+def test_helm_upgrade_back_to_the_article_values_clears_the_sandbox_plugin(platform, run_cluster):
+    """After the previous case's revert the ClusterPolicy holds the article's values again."""
+    bed = platform.platform
+    bed.upgrade({"sandboxDevicePlugin": {"enabled": True}},
+                settled=lambda: bed.cluster_policy()["spec"]["sandboxDevicePlugin"].get("enabled") is True)
+    bed.upgrade(None, settled=lambda: "enabled" not in bed.cluster_policy()["spec"]["sandboxDevicePlugin"])
+    _, results = run_cluster("-k", "test_clusterpolicy_spec_value")
+    assert results[("cluster.operator.spec", "sandboxDevicePlugin.enabled")]["verdict"] == "pass"

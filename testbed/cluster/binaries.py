@@ -5,6 +5,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from testbed.gobuild import read_versions
+
 HERE = Path(__file__).resolve().parent
 BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok")
 
@@ -15,13 +17,7 @@ class BinariesMissing(RuntimeError):
 
 def versions() -> dict[str, str]:
     """The pinned versions from versions.env (K8S_VERSION, ETCD_VERSION, KWOK_VERSION)."""
-    out = {}
-    for line in (HERE / "versions.env").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and "=" in line:
-            key, value = line.split("=", 1)
-            out[key.strip()] = value.strip()
-    return out
+    return read_versions(HERE / "versions.env")
 
 
 def bin_dir() -> Path:

@@ -82,24 +82,45 @@ def nfd_crds() -> list[dict]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
 
 
-def apply(api: client.ApiClient, objects: list[dict], *, namespace: str = NAMESPACE, timeout: float = 60) -> None:
-    """As ``helm install`` creates them: CRDs first (and wait until the API serves them), then
-    everything else in the release namespace."""
+def _key(obj: dict) -> tuple[str, str]:
+    return obj["kind"], obj["metadata"]["name"]
+
+
+def merge_patch(old, new):
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``: what ``helm upgrade``
+    sends for a field the new rendering dropped is null, so the field goes."""
+    if not (isinstance(old, dict) and isinstance(new, dict)):
+        return new
+    patch = {k: None for k in old if k not in new}
+    for k, v in new.items():
+        if k not in old:
+            patch[k] = v
+        elif old[k] != v:
+            patch[k] = merge_patch(old[k], v)
+    return patch
+
+
+def apply(api: client.ApiClient, objects: list[dict], *, namespace: str = NAMESPACE, timeout: float = 60,
+          previous: list[dict] = ()) -> None:
+    """As ``helm install`` creates them -- CRDs first (and wait until the API serves them), then
+    everything else in the release namespace -- or, with the ``previous`` rendering, as
+    ``helm upgrade`` changes them."""
+    before = {_key(o): o for o in previous}
     crds = [o for o in objects if o["kind"] == "CustomResourceDefinition"]
     dyn = dynamic.DynamicClient(api)
     for crd in crds:
-        _apply_one(dyn, crd, None)
+        _apply_one(dyn, crd, None, before.get(_key(crd)))
     kube.wait_crds_established(api, [c["metadata"]["name"] for c in crds], timeout)
     dyn = dynamic.DynamicClient(api)  # fresh discovery: the new kinds
     for obj in objects:
         if obj["kind"] != "CustomResourceDefinition":
-            _apply_one(dyn, obj, namespace)
+            _apply_one(dyn, obj, namespace, before.get(_key(obj)))
 
 
-def _apply_one(dyn: dynamic.DynamicClient, obj: dict, namespace: str | None) -> None:
+def _apply_one(dyn: dynamic.DynamicClient, obj: dict, namespace: str | None, previous: dict | None) -> None:
     """Create as ``helm install`` does (a POST of the rendered object: the API server prunes the
-    chart's ``null`` fields against the CRD schema); an existing object is merge-patched, as
-    ``helm upgrade`` changes it."""
+    chart's ``null`` fields against the CRD schema); an existing one gets the merge patch from its
+    previous rendering (or the whole object when there is none)."""
     resource = dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"])
     ns = (obj["metadata"].get("namespace") or namespace) if resource.namespaced else None
     try:
@@ -108,7 +129,8 @@ def _apply_one(dyn: dynamic.DynamicClient, obj: dict, namespace: str | None) -> 
         except ApiException as exc:
             if exc.status != 409:
                 raise
-            resource.patch(body=obj, name=obj["metadata"]["name"], namespace=ns,
+            body = merge_patch(previous, obj) if previous is not None else obj
+            resource.patch(body=body, name=obj["metadata"]["name"], namespace=ns,
                            content_type="application/merge-patch+json")
     except ApiException as exc:
         raise OperatorError(f"applying {obj['kind']} {obj['metadata']['name']}: {exc.status} {exc.reason}: "
@@ -130,11 +152,11 @@ def upgrade(api: client.ApiClient, previous: list[dict], values: dict, *, namesp
     """``helm upgrade``: apply the newly rendered objects, delete those the release no longer
     renders (e.g. a ConfigMap of ``migManager.config.create``). Returns the new objects."""
     objects = render(values, namespace=namespace)
-    apply(api, objects, namespace=namespace)
-    keep = {(o["kind"], o["metadata"]["name"]) for o in objects}
+    apply(api, objects, namespace=namespace, previous=previous)
+    keep = {_key(o) for o in objects}
     dyn = dynamic.DynamicClient(api)
     for o in previous:
-        if (o["kind"], o["metadata"]["name"]) not in keep:
+        if _key(o) not in keep:
             resource = dyn.resources.get(api_version=o["apiVersion"], kind=o["kind"])
             try:
                 resource.delete(name=o["metadata"]["name"], namespace=namespace if resource.namespaced else None)
