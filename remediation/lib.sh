@@ -1,49 +1,68 @@
-# Shared by the remediation scripts: plan first, act only with --apply, back up every edit.
-#   GPUCONFORM_ROOT  prefix for every file touched (default: /), e.g. a chroot being fixed
+# Shared by the remediation scripts (POSIX sh): plan first, act only with --apply, back up each
+# file once before its first edit, act only on the target.
+#   GPUCONFORM_ROOT  the target's root (default: / of the machine the script runs on). Every file
+#                    is read and written below it and every command runs inside it (chroot), so a
+#                    script never acts on the machine that runs it.
 #   --apply          do it (default: print the plan and change nothing)
-set -euo pipefail
+# Output lines the suite reads (gpuconform/node/remediation.py): "reboot required: <reason>",
+# "nothing to do: ...", "fix failed: <reason>" (exit 1).
+set -eu
 ROOT=${GPUCONFORM_ROOT:-}
+[ "$ROOT" = / ] && ROOT=
 APPLY=0
 for a in "$@"; do
   case "$a" in
     --apply) APPLY=1 ;;
-    -h|--help) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
-    *) echo "$(basename "$0"): unknown option $a (use --apply or --help)" >&2; exit 2 ;;
+    -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;;
+    *) echo "${0##*/}: unknown option $a (use --apply or --help)" >&2; exit 2 ;;
   esac
 done
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 CHANGED=0
+REBOOT=0
+TOUCHED=" "
 
 say()  { printf '%s\n' "$*"; }
 plan() { if [ "$APPLY" = 1 ]; then say "+ $*"; else say "would: $*"; fi; }
+fail() { say "fix failed: $*"; exit 1; }
+reboot_required() { REBOOT=1; say "reboot required: $*"; }
 
-# backup FILE: copy FILE to FILE.gpuconform-<stamp>.bak once per run before editing it
+# in_root CMD...: run CMD on the target (chroot into GPUCONFORM_ROOT when it is set)
+in_root() { if [ -n "$ROOT" ]; then chroot "$ROOT" "$@"; else "$@"; fi; }
+# has TOOL: TOOL is installed on the target
+has() { in_root sh -c 'command -v "$1"' sh "$1" >/dev/null 2>&1; }
+
+# backup FILE: before the first edit of FILE in this run, copy it to FILE.gpuconform-<stamp>.bak
 backup() {
-  local f="$ROOT$1"
-  [ -e "$f" ] || return 0
-  [ -e "$f.gpuconform-$STAMP.bak" ] || cp -a "$f" "$f.gpuconform-$STAMP.bak"
+  case "$TOUCHED" in *" $1 "*) return 0 ;; esac
+  TOUCHED="$TOUCHED$1 "
+  [ -e "$ROOT$1" ] || { say "  new file: $1"; return 0; }
+  cp -p "$ROOT$1" "$ROOT$1.gpuconform-$STAMP.bak"
   say "  backup: $1.gpuconform-$STAMP.bak"
 }
 
 # ensure_line FILE LINE: append LINE to FILE unless an identical line is there
 ensure_line() {
-  local f="$ROOT$1" line="$2"
-  if [ -f "$f" ] && grep -qxF -- "$line" "$f"; then return 0; fi
-  plan "add '$line' to $1"
-  if [ "$APPLY" = 1 ]; then backup "$1"; mkdir -p "$(dirname "$f")"; printf '%s\n' "$line" >>"$f"; fi
+  if [ -f "$ROOT$1" ] && grep -qxF -- "$2" "$ROOT$1"; then return 0; fi
+  plan "add '$2' to $1"
   CHANGED=1
+  [ "$APPLY" = 1 ] || return 0
+  backup "$1"
+  mkdir -p "$(dirname "$ROOT$1")"
+  printf '%s\n' "$2" >>"$ROOT$1"
 }
 
-# run CMD...: a command that changes the host; only with --apply, and only if it exists
+# run CMD...: a command that changes the target; only with --apply; a missing tool fails the fix
 run() {
   plan "$*"
   CHANGED=1
   [ "$APPLY" = 1 ] || return 0
-  if ! command -v "$1" >/dev/null 2>&1; then say "  skipped: $1 is not installed here"; return 0; fi
-  "$@"
+  has "$1" || fail "$1 is not installed on the target"
+  in_root "$@" || fail "'$*' exited $?"
 }
 
 finish() {
-  if [ "$CHANGED" = 0 ]; then say "nothing to do: already in place"; 
+  if [ "$CHANGED" = 0 ] && [ "$REBOOT" = 0 ]; then say "nothing to do: already in place"
+  elif [ "$CHANGED" = 0 ]; then say "nothing to do until the reboot"
   elif [ "$APPLY" = 0 ]; then say "(dry run: nothing changed; run again with --apply)"; fi
 }

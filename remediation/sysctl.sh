@@ -1,19 +1,20 @@
-#!/usr/bin/env bash
-# Sets net.core.bpf_jit_harden=1 now and persistently (the GPU Operator validator's eBPF
-# program is rejected with 'last insn is not an exit or jmp' when it is 2).
-# Fixes: node.sysctl[net.core.bpf_jit_harden]
-# Usage: sysctl.sh [--apply]
+#!/bin/sh
+# Sets kernel parameters now and persistently in /etc/sysctl.d/99-gpuconform.conf
+# (net.core.bpf_jit_harden=2 makes the GPU Operator validator's eBPF program fail with
+# 'last insn is not an exit or jmp').
+# Fixes: node.sysctl[<key>]
+# Usage: [SYSCTLS="net.core.bpf_jit_harden=1 ..."] sysctl.sh [--apply]
 . "$(dirname "$0")/lib.sh"
-KEY=net.core.bpf_jit_harden VALUE=${BPF_JIT_HARDEN:-1}
-ensure_line /etc/sysctl.d/99-gpuconform.conf "$KEY = $VALUE"
-cur=$(cat "$ROOT/proc/sys/net/core/bpf_jit_harden" 2>/dev/null || echo "?")
-if [ "$cur" != "$VALUE" ]; then
-  if [ -n "$ROOT" ]; then
-    plan "write $VALUE to /proc/sys/net/core/bpf_jit_harden"
-    [ "$APPLY" = 1 ] && echo "$VALUE" >"$ROOT/proc/sys/net/core/bpf_jit_harden"
-    CHANGED=1
+for kv in ${SYSCTLS:-net.core.bpf_jit_harden=1}; do
+  key=${kv%%=*} value=${kv#*=}
+  ensure_line /etc/sysctl.d/99-gpuconform.conf "$key = $value"
+  file=/proc/sys/$(printf '%s' "$key" | tr . /)
+  cur=$(cat "$ROOT$file" 2>/dev/null || echo "?")
+  [ "$cur" = "$value" ] && continue
+  if has sysctl; then run sysctl -w "$key=$value"
   else
-    run sysctl -w "$KEY=$VALUE"
+    plan "write $value to $file"; CHANGED=1
+    [ "$APPLY" = 1 ] && printf '%s\n' "$value" >"$ROOT$file"
   fi
-fi
+done
 finish

@@ -102,6 +102,11 @@ class FactsPool:
         self._probes: dict[str, _Probe] = {}
         self._lock = threading.Lock()
 
+    @property
+    def script(self) -> str:
+        """The probe every host gets (the remediation fixture probes a fixed host once more)."""
+        return self._script
+
     def submit(self, label: str, host_factory: Callable[[], Any]) -> None:
         with self._lock:
             if label in self._probes:

@@ -14,7 +14,9 @@ from gpuconform import __version__
 from gpuconform import profile as profile_mod
 from gpuconform import yamlfile
 from gpuconform.checks import fix_for
-from gpuconform.plugin import inputs, keys
+from gpuconform.node import remediation
+from gpuconform.plugin import inputs, keys, remediation_fixtures
+from gpuconform.plugin.fixtures import host_label
 from gpuconform.report import html as report_html
 from gpuconform.report import junit
 from gpuconform.report import record as rec
@@ -75,6 +77,10 @@ class Hooks:
                 yamlfile.read_file(value, flag, inputs.InputError)
         self.today = waivers_mod.today_utc()
         config.stash[keys.PROFILE] = self.profile
+        wanted = remediation_fixtures.selection(opt.gpuconform_remediate, opt.gpuconform_remediate_checks)
+        if wanted is not None:
+            config.stash[remediation_fixtures.REMEDIATOR] = remediation_fixtures.Remediator(
+                opt.gpuconform_remediate, wanted)
         where = "--hosts"
         if getattr(opt, "hosts", None) is None and self.profile.profile.hosts:
             opt.hosts, where = ",".join(self.profile.profile.hosts), f"{self.profile.path}: hosts:"
@@ -154,6 +160,9 @@ class Hooks:
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         """The one point where a result, its evidence and its facts enter the reports."""
         report: pytest.TestReport = yield
+        remediator = self.config.stash.get(remediation_fixtures.REMEDIATOR, None)
+        if call.when == "teardown" and remediator is not None and remediator.results:
+            report.gpuconform_remediation = remediator.take_results()  # redacted by the remediator
         mark = item.get_closest_marker("check")
         if mark is None:
             return report
@@ -162,10 +171,14 @@ class Hooks:
         if not final:
             return report
         facts = item.funcargs.get("node") if hasattr(item, "funcargs") else None
-        fix = fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
+        companion = (remediation.companion(mark.kwargs["id"], facts, self._expected(item), rec.param_of(item))
+                     if report.failed and facts is not None else None)
+        fix = companion.text() if companion else fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
         layer = next((m.name for m in item.iter_markers() if m.name in LAYERS), None)
         record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
         waivers_mod.apply(self.waivers, record, self.today)
+        if remediator is not None:
+            remediator.note(item, record, facts, companion)
         report.gpuconform_record = record
         if rec.could_not_check(call):  # one line, not a traceback through the facts accessors
             report.longrepr = record["message"]
@@ -183,6 +196,14 @@ class Hooks:
         item.user_properties.extend(rec.junit_properties(record))
         self._html_extras(report, record)
         return report
+
+    def _expected(self, item: pytest.Item):
+        """What the profile expects of the item's host (its fixture value, or the same lookup)."""
+        funcargs = getattr(item, "funcargs", None) or {}
+        if funcargs.get("expected") is not None or self.profile.profile.node is None or "host" not in funcargs:
+            return funcargs.get("expected")
+        host = funcargs["host"]
+        return self.profile.node_for(host_label(host), host.backend.get_pytest_id())
 
     def _html_extras(self, report: pytest.TestReport, record: dict) -> None:
         html = self.config.pluginmanager.getplugin("html")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconform.plugin import cluster_fixtures, fixtures, hooks
+from gpuconform.plugin import cluster_fixtures, fixtures, hooks, remediation_fixtures
 
 MARKERS = {
     "node": "node (host) conformance checks",
@@ -42,6 +42,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="approver name printed in the report's sign-off block (default: a blank line to fill in)")
     group.addoption("--signoff-role", dest="gpuconform_signoff_role", metavar="ROLE", default=None,
                     help="approver role printed in the report's sign-off block (default: a blank line)")
+    group.addoption("--remediate", dest="gpuconform_remediate", choices=("plan", "apply"), default=None,
+                    help="after the node checks, run each failed check's companion script (remediation/) "
+                         "on its host over the same connection: 'plan' shows what it would change, "
+                         "'apply' changes it and re-probes the host (needs --remediate-checks). "
+                         "Default: never")
+    group.addoption("--remediate-checks", dest="gpuconform_remediate_checks", metavar="IDS", default=None,
+                    help="comma-separated check ids to remediate (e.g. node.sysctl,node.dkms.nvidia_installed), "
+                         "or 'all'; required by --remediate=apply (default for plan: all)")
     group.addoption("--kubeconfig", dest="gpuconform_kubeconfig", metavar="PATH", default=None,
                     help="kubeconfig of the cluster under test (default: $KUBECONFIG, in-cluster "
                          "config when run in a pod, else ~/.kube/config)")
@@ -88,4 +96,5 @@ def pytest_configure(config: pytest.Config) -> None:
         config.option.dist = "loadgroup"
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
+    config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
     config.pluginmanager.register(hooks.Hooks(config, suite), "gpuconform-hooks")

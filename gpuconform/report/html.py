@@ -195,6 +195,26 @@ def waivers_block(doc: dict) -> str:
             f'<th>Use</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
+def remediation_block(doc: dict) -> str:
+    """--remediate: per host, each failed check → its script's outcome, with the script's output."""
+    rs = doc.get("remediation") or []
+    if not rs:
+        return ""
+    rows = []
+    for r in rs:
+        check = r["check_id"] + (f"[{r['param']}]" if r.get("param") else "")
+        rows.append(f'<tr data-state="{escape(r["state"])}"><td class="gc-mono">{escape(r["host"])}</td>'
+                    f'<td class="gc-mono">{escape(check)}</td><td class="gc-mono">{escape(r["script"])}</td>'
+                    f'<td>failed → {escape(r["state"])}</td><td>{escape(r["reason"])}</td>'
+                    f'<td><details><summary>output</summary><pre>{escape(r["output"])}</pre></details></td></tr>')
+    mode = rs[0]["mode"]
+    return (f'<div class="gc-section"><h3>Remediation (--remediate={mode})</h3>'
+            '<p>The verdict above is the checks\' verdict before remediation; run the suite again to '
+            'judge the fixed hosts.</p><table id="gc-remediation" class="gc-table"><thead><tr>'
+            '<th>Host</th><th>Check</th><th>Script</th><th>Outcome</th><th>Why</th><th>Output</th>'
+            f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
 def signoff_block(doc: dict, json_name: str, json_sha256: str, approver: str = "", role: str = "") -> str:
     """The block a platform owner signs; moved below the results table when the page loads."""
     def line(value: str) -> str:
@@ -218,7 +238,8 @@ def summary_fragments(doc: dict, json_name: str, json_sha256: str, approver: str
                       role: str = "") -> tuple[list[str], list[str]]:
     """(prefix, postfix) HTML for pytest_html_results_summary."""
     prefix = [verdict_block(doc), fingerprint_block(doc), layer_summary(doc)]
-    postfix = [p for p in (matrix(doc, "node"), matrix(doc, "cluster"), mig_block(doc), waivers_block(doc)) if p]
+    postfix = [p for p in (matrix(doc, "node"), matrix(doc, "cluster"), mig_block(doc), waivers_block(doc),
+                                remediation_block(doc)) if p]
     postfix.append(signoff_block(doc, json_name, json_sha256, approver, role))
     return prefix, postfix
 

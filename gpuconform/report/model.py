@@ -116,6 +116,22 @@ class Overall(_Model):
     partial: bool = Field(..., description="not every layer ran")
 
 
+class RemediationResult(_Model):
+    """A failed node check and its companion script, run by ``--remediate`` on the same host."""
+    host: str
+    check_id: str
+    param: Optional[str] = None
+    script: str = Field(..., description="the companion script in remediation/")
+    mode: Literal["plan", "apply"]
+    state: Literal["planned", "fixed", "fix applied", "reboot required", "fix failed"] = Field(
+        ..., description="planned (dry run); fixed (the host's re-probe passes the check); fix applied "
+                         "(the script succeeded, the check still fails); reboot required (with the reason); "
+                         "fix failed (the script's output says why)")
+    reason: str = Field("", description="why this state: the re-check's message, the reboot's reason, the error")
+    fix: str = Field("", description="the fix with this host's values")
+    output: str = Field("", description="what the script printed (its end), redacted")
+
+
 class Results(_Model):
     """The JSON results file."""
     schema_: str = Field(SCHEMA_ID, alias="schema")
@@ -125,6 +141,8 @@ class Results(_Model):
     layers: dict[str, dict[str, int]] = Field(..., description="layer → verdict → number of results")
     waivers: list[WaiverStatus] = []
     results: list[Record]
+    remediation: list[RemediationResult] = Field(
+        [], description="--remediate: each failed check with a companion script, per host (empty otherwise)")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

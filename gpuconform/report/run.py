@@ -25,6 +25,7 @@ class RunReport:
         self.today = today
         self.started = dt.datetime.now(dt.timezone.utc)
         self.records: list[dict] = []
+        self.remediation: list[dict] = []
         self.hosts: dict[str, dict] = {}
         self.platform: dict = {}
         self.doc: dict | None = None
@@ -36,6 +37,7 @@ class RunReport:
         record = getattr(report, "gpuconform_record", None)
         if record:
             self.records.append(record)
+        self.remediation.extend(getattr(report, "gpuconform_remediation", None) or ())
         host = getattr(report, "gpuconform_host", None)
         if host and (host["host"] not in self.hosts or self.hosts[host["host"]].get("error")):
             self.hosts[host["host"]] = host
@@ -62,7 +64,8 @@ class RunReport:
         doc = {"schema": Results.model_fields["schema_"].default,
                "verdict": overall(records, waiver_states, ran, self.interrupted).model_dump(),
                "fingerprint": f, "counts": counts, "layers": layers, "waivers": waiver_states,
-               "results": records}
+               "results": records,
+               "remediation": sorted(self.remediation, key=lambda r: (r["host"], r["check_id"], r["param"] or ""))}
         # validate against the documented model: a record that breaks the schema fails loudly here
         self.doc = Results.model_validate(doc).model_dump(by_alias=True, mode="json")
         return self.doc

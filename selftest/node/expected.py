@@ -89,4 +89,9 @@ EXPECTED: dict[str, Expect] = {
     "no-systemd": Expect({f"node.{unit}.{state}": r"systemd is not the init system"
                           for unit, state in (("persistenced", "enabled"), ("persistenced", "active"),
                                               ("fabricmanager", "active"))}),
+    "no-systemd-persistence-off": Expect(
+        {"node.persistenced.running": r"no nvidia-persistenced process",
+         "node.gpu.persistence_mode": r"not Enabled on GPU 0, 1, 2, 3, 4, 5, 6, 7",
+         **{f"node.{unit}.{state}": r"systemd is not the init system"
+            for unit, state in (("persistenced", "enabled"), ("persistenced", "active"), ("fabricmanager", "active"))}}),
 }

@@ -92,6 +92,11 @@ CASES = [
     ("report-name-empty", {}, ["--report-name="], r"--report-name '': a plain file name"),
     ("report-name-long", {}, ["--report-name=" + "n" * 250], r"--report-name: 250 bytes long; at most 200"),
     ("report-dir-is-file", {"f": "x"}, ["--report-dir={d}/f"], r"--report-dir {d}/f: exists and is not a directory"),
+    # remediation changes hosts only when told which checks to fix
+    ("remediate-apply-unnamed", {}, ["--remediate=apply"], r"--remediate=apply changes hosts: name the checks to fix"),
+    ("remediate-unknown-check", {}, ["--remediate=plan", "--remediate-checks=node.gpu.count"],
+     r"--remediate-checks: node.gpu.count has no companion script; known: all, "),
+    ("remediate-checks-alone", {}, ["--remediate-checks=all"], r"--remediate-checks needs --remediate=plan or --remediate=apply"),
     ("report-dir-unwritable", {}, ["--report-dir=/sys"], r"--report-dir /sys: cannot write there: Permission denied"),
     ("report-dir-under-file", {"f": "x"}, ["--report-dir={d}/f/reports"], r"--report-dir {d}/f/reports: cannot write there: Not a directory"),
     # ssh files

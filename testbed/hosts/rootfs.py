@@ -11,7 +11,9 @@ the host's state under ``/var/lib/gpusim``; a tool the scenario lacks is simply 
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
+import hashlib
 import os
 import re
 import shlex
@@ -101,6 +103,24 @@ class _Root:
 #: Machine binaries the hosts run (with their shared libraries).
 HOST_BINARIES = {"/usr/bin/bash": "/bin/bash", "/usr/bin/dash": "/bin/dash",
                  "/usr/bin/timeout": "/usr/bin/timeout"}
+
+
+def digest(root: Path) -> str:
+    """sha256 over every path below ``root`` with its type, mode, link target and content (symlinks
+    not followed): two equal digests mean the tree did not change, byte for byte."""
+    h = hashlib.sha256()
+    for folder, dirs, files in sorted(os.walk(root)):
+        for name in sorted(dirs + files):
+            p = os.path.join(folder, name)
+            st = os.lstat(p)
+            h.update(f"{os.path.relpath(p, root)}\0{st.st_mode:o}\0".encode())
+            if stat.S_ISLNK(st.st_mode):
+                h.update(os.readlink(p).encode())
+            elif stat.S_ISREG(st.st_mode):
+                with open(p, "rb") as f:
+                    h.update(f.read())
+            h.update(b"\0")
+    return h.hexdigest()
 
 
 def render(s: Scenario, root: Path, stage: Path | None = None) -> Path:
@@ -334,15 +354,20 @@ def _tools(r: _Root, s: Scenario) -> None:
         r.write(f"{STATE}/packages.tsv", "".join(
             f"{p.name}\t{p.version}\t{p.release}\t{p.arch}\n" for p in s.packages))
         _install(r, "rpm", "/usr/bin/rpm")
+        _install(r, "pkg-install", "/usr/bin/dnf")
     else:
         r.write(f"{STATE}/packages.tsv", "".join(
             f"{p.name}\t{p.version}\t-\t{p.arch}\n" for p in s.packages))
         _install(r, "dpkg-query", "/usr/bin/dpkg-query")
+        _install(r, "pkg-install", "/usr/bin/apt-get")
 
     if s.initramfs_tool == "lsinitrd":
         _install(r, "lsinitrd", "/usr/bin/lsinitrd")
+        _install(r, "dracut", "/usr/bin/dracut")
     elif s.initramfs_tool == "lsinitramfs":
         _install(r, "lsinitrd", "/usr/sbin/lsinitramfs")
+        _install(r, "dracut", "/usr/sbin/update-initramfs")
+    _boot_loader(r, s)
 
     dmesg = "\n".join(line.format(kver=kver, cmdline=s.cmdline) for line in s.dmesg) + "\n"
     r.write(f"{STATE}/dmesg", dmesg)
@@ -362,21 +387,22 @@ def _tools(r: _Root, s: Scenario) -> None:
             ("-v|--version", f"Fabric Manager version is : {s.fabricmanager_version}\n", "", 0)],
             "nv-fabricmanager: use --version (simulated)"))
     if s.toolkit_version:
-        r.script("/usr/bin/nvidia-ctk", _canned("nvidia-ctk", [
-            ("--version|-v", f"NVIDIA Container Toolkit CLI version {s.toolkit_version}\n"
-                             "commit: f202b80a9b9d0db00d9b1d73c0128c8962c55f4d\n", "", 0)],
-            "nvidia-ctk: only --version is simulated"))
+        _nvidia_ctk(r, s)
     if s.runtime_binary:
         r.script(containerd_configs.RUNTIME_BINARY, _canned("nvidia-container-runtime", [
             ("--version", f"NVIDIA Container Runtime version {s.toolkit_version or '1.17.8'}\n"
                           "commit: f202b80a9b9d0db00d9b1d73c0128c8962c55f4d\nspec: 1.2.1\n\n"
                           "runc version 1.2.5\nspec: 1.2.0\n", "", 0)],
             "nvidia-container-runtime: only --version is simulated"))
-    r.script("/usr/bin/containerd", _canned("containerd", [
-        ("config\\ dump", containerd_configs.dump(s), "", 0),
-        ("--version|-v", f"containerd containerd.io {s.containerd_version} "
-                         "05044ec0a9a75232cad458027ca83437aae3f4da\n", "", 0)],
-        "containerd: only 'config dump' and --version are simulated"))
+    r.write(f"{STATE}/containerd/dump", containerd_configs.dump(s))
+    r.script("/usr/bin/containerd", "\n".join([
+        "#!/bin/sh", "# containerd emulator (gpuconform test bed): config dump (the loaded config), --version",
+        'case "$*" in',
+        f"  'config dump') cat {STATE}/containerd/dump ;;",
+        f"  --version|-v) echo 'containerd containerd.io {s.containerd_version} "
+        "05044ec0a9a75232cad458027ca83437aae3f4da' ;;",
+        "  *) echo \"containerd: only 'config dump' and --version are simulated\" >&2; exit 1 ;;",
+        "esac", ""]))
 
 
 def _install(r: _Root, emulator: str, path: str) -> None:
@@ -471,3 +497,44 @@ def _ld(r: _Root, s: Scenario) -> None:
         r.write("/usr/bin/ld", ld, 0o644)
     else:
         r.link("/usr/bin/ld", "ld.bfd")
+
+
+def _boot_loader(r: _Root, s: Scenario) -> None:
+    """The next boot's command line, where grubby (BLS entries) or update-grub edit it."""
+    args = " ".join(a for a in s.cmdline.split() if not a.startswith("BOOT_IMAGE="))
+    if s.package_format == "rpm":
+        r.write(f"/boot/loader/entries/gpusim-{s.kernel}.conf",
+                f"title {s.os_release.splitlines()[0]} ({s.kernel})\nversion {s.kernel}\n"
+                f"linux /vmlinuz-{s.kernel}\ninitrd /initramfs-{s.kernel}.img\noptions {args}\n")
+        _install(r, "grubby", "/usr/sbin/grubby")
+    else:
+        keep = " ".join(a for a in args.split() if not a.startswith(("root=", "ro")))
+        r.write("/etc/default/grub", f'GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX="{keep}"\n')
+        r.dir("/boot/grub")
+        _install(r, "update-grub", "/usr/sbin/update-grub")
+
+
+def _nvidia_ctk(r: _Root, s: Scenario) -> None:
+    """nvidia-ctk --version, and `runtime configure --runtime=containerd --set-as-default`: it
+    writes the config nvidia-ctk would write; containerd dumps it after `systemctl restart`."""
+    after = dataclasses.replace(s, containerd_nvidia_runtime=True, containerd_default_runtime="nvidia",
+                                containerd_dropin=s.containerd_config_version >= 3)
+    r.write(f"{STATE}/containerd/dump-after", containerd_configs.dump(after))
+    copies = []
+    for path, content in containerd_configs.files(after).items():
+        r.write(f"{STATE}/containerd/after{path}", content)
+        copies.append(f"mkdir -p {shlex.quote(str(Path(path).parent))}; "
+                      f"cp {STATE}/containerd/after{path} {shlex.quote(path)}")
+    version = (f"NVIDIA Container Toolkit CLI version {s.toolkit_version}\n"
+               "commit: f202b80a9b9d0db00d9b1d73c0128c8962c55f4d")
+    r.script("/usr/bin/nvidia-ctk", "\n".join([
+        "#!/bin/sh", "# nvidia-ctk emulator (gpuconform test bed): --version, runtime configure for containerd",
+        'case "$*" in',
+        f"  --version|-v) cat <<'GPUSIM_EOF'\n{version}\nGPUSIM_EOF\n    exit 0 ;;",
+        "  'runtime configure --runtime=containerd --set-as-default'*)",
+        *(f"    {c}" for c in copies),
+        f"    touch {STATE}/containerd/pending",
+        "    echo 'INFO Wrote updated config to /etc/containerd/config.toml'",
+        "    echo 'INFO It is recommended that containerd daemon be restarted.'; exit 0 ;;",
+        "  *) echo 'nvidia-ctk: only --version and runtime configure are simulated' >&2; exit 1 ;;",
+        "esac", ""]))

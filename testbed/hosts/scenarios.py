@@ -510,6 +510,15 @@ def _no_systemd(s: Scenario) -> None:
     s.units = None
 
 
+@fault("no-systemd-persistence-off", "container-like host (PID 1 tini, no systemd): nvidia-persistenced "
+                                     "does not run and persistence mode is off")
+def _no_systemd_persistence_off(s: Scenario) -> None:
+    _no_systemd(s)
+    s.processes.remove("nvidia-persistenced")
+    for gpu in s.gpus:
+        gpu.persistence_mode = "Disabled"
+
+
 def _unit(s: Scenario, name: str, **changes: str) -> None:
     assert s.units is not None
     unit = next(u for u in s.units if u.name == name)
@@ -531,14 +540,15 @@ def names() -> list[str]:
     return [*GOOD, *FAULTS]
 
 
-def build(name: str) -> Scenario:
-    """The scenario called ``name``: a good host, or the good H100 worker with one fault."""
+def build(name: str, on: str = "gpu-good") -> Scenario:
+    """The scenario called ``name``: a good host, or a good host (the H100 worker unless ``on``
+    names another) with one fault."""
     if name in GOOD:
         return GOOD[name]()
     try:
         description, apply = FAULTS[name]
     except KeyError:
         raise KeyError(f"unknown scenario {name!r}; known: {', '.join(names())}") from None
-    s = gpu_good().clone(name, description)
+    s = GOOD[on]().clone(name, description)
     apply(s)
     return s
