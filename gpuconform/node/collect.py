@@ -104,8 +104,9 @@ class FactsPool:
 
     @property
     def script(self) -> str:
-        """The probe every host gets (the remediation fixture probes a fixed host once more)."""
-        return self._script
+        """A probe as every host gets it, with a token of its own and the host-side deadline (the
+        remediation fixture probes a fixed host once more)."""
+        return self._script_for(secrets.token_hex(12), self._timeout + HOST_GRACE_S)
 
     def submit(self, label: str, host_factory: Callable[[], Any]) -> None:
         with self._lock:
