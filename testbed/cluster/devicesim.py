@@ -116,7 +116,9 @@ def _gpu_asked(container) -> dict[str, int]:
 def gpu_requests(pod: client.V1Pod) -> dict[str, int]:
     """GPU/MIG extended resources the pod asks for (limits; requests must equal them): the sum
     over its containers, or an init container's ask where larger (the pod's effective request,
-    as the scheduler computes it; the device plugin validator asks in its init container)."""
+    as the scheduler computes it -- kubernetes pkg/api/v1/resource/helpers.go PodRequests: the
+    max of the init containers' and the sum of the containers'; the device plugin validator asks
+    in its init container)."""
     total: dict[str, int] = {}
     for c in pod.spec.containers or []:
         for k, v in _gpu_asked(c).items():

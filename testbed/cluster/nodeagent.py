@@ -6,7 +6,8 @@ what runs inside them, following NVIDIA's code:
   plugin registers with the kubelet), capacity/allocatable carry the node's devices, named by the
   pod's MIG_STRATEGY env (mixed: ``nvidia.com/gpu`` per whole GPU, ``nvidia.com/mig-<profile>``
   per MIG device, formats.md 5.3). Without a Ready plugin pod the kubelet marks the devices
-  unhealthy: allocatable 0, capacity kept. GPUs listed in ``testbed.gpuconform.io/lost-gpus``
+  unhealthy: allocatable 0, capacity kept (kubernetes pkg/kubelet/cm/devicemanager manager.go,
+  the endpoint's stop marks its resource's devices unhealthy). GPUs listed in ``testbed.gpuconform.io/lost-gpus``
   (an Xid 79 "fallen off the bus") are counted in capacity, not in allocatable.
 * **GPU Feature Discovery**: while its pod is Ready, the node's ``nvidia.com/gpu.*``, ``cuda.*``
   and, under the mixed strategy, ``nvidia.com/mig-<profile>.*`` labels (formats.md 5.1).
