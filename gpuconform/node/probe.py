@@ -25,18 +25,10 @@ import dataclasses
 import math
 import shlex
 
+from gpuconform.parsers.nvidia_smi import GPU_FIELDS, GPU_HEALTH_FIELDS
+
 MARK = "@@gpuconform"
 ERR = "@@e "
-
-#: nvidia-smi fields read for identity and settings (all exist in 450+ drivers).
-GPU_FIELDS = (
-    "index", "name", "uuid", "pci.bus_id", "pci.device_id", "driver_version",
-    "persistence_mode", "mig.mode.current", "mig.mode.pending", "ecc.mode.current",
-)
-#: nvidia-smi health fields, queried apart: an older driver rejecting one must not hide the rest.
-GPU_HEALTH_FIELDS = (
-    "index", "retired_pages.pending", "remapped_rows.pending", "remapped_rows.failure",
-)
 
 #: Tools whose presence is itself a fact ("missing tool" is a verdict, not a crash).
 TOOLS = (
@@ -100,77 +92,121 @@ class Section:
         return self.err.strip() or f"exit {self.rc}"
 
 
-def _steps(sysctls: tuple[str, ...]) -> list[tuple[str, str]]:
-    q = ",".join(GPU_FIELDS)
-    h = ",".join(GPU_HEALTH_FIELDS)
-    tools = " ".join(TOOLS)
-    steps = [
-        ("osrelease", 'cat /proc/sys/kernel/osrelease'),
-        ("os_release", 'cat /etc/os-release'),
-        ("pid1", 'cat /proc/1/comm'),
-        ("tools", f'for t in {tools}; do p=$(command -v "$t" 2>/dev/null) && echo "$t=$p"; done; true'),
-        ("proc_modules", 'cat /proc/modules'),
-        ("cmdline", 'cat /proc/cmdline'),
-        ("modprobe_d", f'for d in {MODPROBE_DIRS}; do for f in "$d"/*.conf; do '
-                       '[ -f "$f" ] && grep -H -i nouveau "$f"; done; done; true'),
-        ("initramfs", 'if command -v lsinitrd >/dev/null 2>&1; then echo "tool=lsinitrd"; '
+@dataclasses.dataclass(frozen=True)
+class ProbeInputs:
+    """What the probe reads that the profile names (``LoadedProfile.probe_inputs``): passed to the
+    host as shell variables, so the steps stay one fixed list."""
+    sysctls: tuple[str, ...] = ()
+    runtime_binaries: tuple[str, ...] = ("/usr/bin/nvidia-container-runtime",)
+    units: tuple[str, ...] = ("nvidia-persistenced.service", "nvidia-fabricmanager.service", "containerd.service")
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One probe section: its name, the POSIX sh it runs on the host (in its own ``sh -c``; ``$T``
+    bounds a command by timeouts.command_s, ``$kver`` is the running kernel, ``$GPUC_SYSCTLS``,
+    ``$GPUC_RUNTIMES``, ``$GPUC_UNITS`` are the :class:`ProbeInputs`), and the command as the
+    report shows it beside the section's output."""
+    name: str
+    command: str
+    shown: str
+
+
+_TOOL_LIST = " ".join(TOOLS)
+_GPU_QUERY = "nvidia-smi --query-gpu=" + ",".join(GPU_FIELDS) + " --format=csv,noheader"
+_HEALTH_QUERY = "nvidia-smi --query-gpu=" + ",".join(GPU_HEALTH_FIELDS) + " --format=csv,noheader"
+_UNIT_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState"
+
+#: Every step of the probe, in the order it runs.
+STEPS: tuple[Step, ...] = (
+    Step("osrelease", "cat /proc/sys/kernel/osrelease", "cat /proc/sys/kernel/osrelease"),
+    Step("os_release", "cat /etc/os-release", "cat /etc/os-release"),
+    Step("pid1", "cat /proc/1/comm", "cat /proc/1/comm"),
+    Step("tools", f'for t in {_TOOL_LIST}; do p=$(command -v "$t" 2>/dev/null) && echo "$t=$p"; done; true',
+         f"command -v {_TOOL_LIST}"),
+    Step("proc_modules", "cat /proc/modules", "cat /proc/modules"),
+    Step("cmdline", "cat /proc/cmdline", "cat /proc/cmdline"),
+    Step("modprobe_d", f'for d in {MODPROBE_DIRS}; do for f in "$d"/*.conf; do '
+                       '[ -f "$f" ] && grep -H -i nouveau "$f"; done; done; true',
+         "grep -H -i nouveau /etc/modprobe.d/*.conf /usr/lib/modprobe.d/*.conf ..."),
+    Step("initramfs", 'if command -v lsinitrd >/dev/null 2>&1; then echo "tool=lsinitrd"; '
                       '$T lsinitrd "/boot/initramfs-$kver.img" | grep -i nouveau; '
                       'elif command -v lsinitramfs >/dev/null 2>&1; then echo "tool=lsinitramfs"; '
                       '$T lsinitramfs "/boot/initrd.img-$kver" | grep -i nouveau; '
-                      'else echo "tool=none"; fi; true'),
-        ("sig_enforce", 'cat /sys/module/module/parameters/sig_enforce'),
-        ("lockdown", 'cat /sys/kernel/security/lockdown'),
-        ("secure_boot", 'mokutil --sb-state'),
-        ("dkms_sign", 'for f in /var/lib/dkms/mok.key /var/lib/dkms/mok.pub; do [ -r "$f" ] && echo "$f"; done; '
+                      'else echo "tool=none"; fi; true',
+         "lsinitrd /boot/initramfs-$(uname -r).img | grep -i nouveau  (or lsinitramfs)"),
+    Step("sig_enforce", "cat /sys/module/module/parameters/sig_enforce",
+         "cat /sys/module/module/parameters/sig_enforce"),
+    Step("lockdown", "cat /sys/kernel/security/lockdown", "cat /sys/kernel/security/lockdown"),
+    Step("secure_boot", "mokutil --sb-state", "mokutil --sb-state"),
+    Step("dkms_sign", 'for f in /var/lib/dkms/mok.key /var/lib/dkms/mok.pub; do [ -r "$f" ] && echo "$f"; done; '
                       'grep -h -E "^[[:space:]]*(mok_signing_key|mok_certificate|sign_tool)=" '
-                      '/etc/dkms/framework.conf /etc/dkms/framework.conf.d/*.conf 2>/dev/null; true'),
-        ("mok_enrolled", 'mokutil --list-enrolled | grep -i -E "Subject:|CN="'),
-        ("modinfo_nvidia", 'modinfo nvidia | grep -E "^(version|license|signer|sig_key|vermagic|filename):"'),
-        ("headers", 'b="/lib/modules/$kver/build"; if [ -e "$b" ]; then echo "present $(readlink -f "$b")"; '
-                    'elif [ -L "$b" ]; then echo "dangling $(readlink "$b")"; else echo "absent $b"; fi'),
-        ("dkms_version", '$T dkms --version'),
-        ("dkms_status", '$T dkms status'),
-        # bash's `command -v` skips a file without the run bit, so look at /usr/bin/ld as well
-        ("ld", 'p=$(command -v ld) || p=/usr/bin/ld; [ -e "$p" ] || { echo "path="; exit 127; }; echo "path=$p"; '
+                      '/etc/dkms/framework.conf /etc/dkms/framework.conf.d/*.conf 2>/dev/null; true',
+         "ls /var/lib/dkms/mok.{key,pub}; grep mok_ /etc/dkms/framework.conf"),
+    Step("mok_enrolled", 'mokutil --list-enrolled | grep -i -E "Subject:|CN="', "mokutil --list-enrolled"),
+    Step("modinfo_nvidia", 'modinfo nvidia | grep -E "^(version|license|signer|sig_key|vermagic|filename):"',
+         "modinfo nvidia"),
+    Step("headers", 'b="/lib/modules/$kver/build"; if [ -e "$b" ]; then echo "present $(readlink -f "$b")"; '
+                    'elif [ -L "$b" ]; then echo "dangling $(readlink "$b")"; else echo "absent $b"; fi',
+         "readlink -f /lib/modules/$(uname -r)/build"),
+    Step("dkms_version", "$T dkms --version", "dkms --version"),
+    Step("dkms_status", "$T dkms status", "dkms status"),
+    # bash's `command -v` skips a file without the run bit, so look at /usr/bin/ld as well
+    Step("ld", 'p=$(command -v ld) || p=/usr/bin/ld; [ -e "$p" ] || { echo "path="; exit 127; }; echo "path=$p"; '
                'echo "real=$(readlink -f "$p")"; ls -lL "$p"; [ -x "$p" ] && echo "executable=yes" || echo "executable=no"; '
-               '$T "$p" --version | head -n 1'),
-        ("driver_version", 'cat /proc/driver/nvidia/version'),
-        ("dev_nodes", 'ls -l /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia[0-9]*'),
-        ("smi_gpus", f'$T nvidia-smi --query-gpu={q} --format=csv,noheader'),
-        ("smi_health", f'$T nvidia-smi --query-gpu={h} --format=csv,noheader'),
-        ("smi_list", '$T nvidia-smi -L'),
-        ("systemd_units", 'systemctl show -p Id,LoadState,ActiveState,SubState,UnitFileState '
-                          'nvidia-persistenced.service nvidia-fabricmanager.service containerd.service'),
-        ("processes", 'for p in /proc/[0-9]*; do [ -r "$p/comm" ] && echo "${p#/proc/} $(cat "$p/comm")"; done; true'),
-        ("fm_packages", "{ rpm -qa --qf '%{NAME} %{VERSION}\\n' 'nvidia-fabric*manager*' 2>/dev/null; "
-                        "dpkg-query -W -f '${Package} ${Version}\\n' 'nvidia-fabricmanager*' 2>/dev/null; true; }"),
-        ("fm_version", '$T nv-fabricmanager --version'),
-        ("nvidia_ctk", '$T nvidia-ctk --version'),
-        ("runtime_binary", 'p=/usr/bin/nvidia-container-runtime; ls -lL "$p" && { [ -x "$p" ] && echo "executable=yes" || echo "executable=no"; }'),
-        ("containerd_dump", '$T containerd config dump'),
-        ("containerd_files", f'for f in {CONTAINERD_FILES}; do [ -f "$f" ] && {{ echo "### file $f"; cat "$f"; }}; done; true'),
-        ("sysctl", 'for k in ' + (" ".join(shlex.quote(k) for k in sysctls) or '""') +
-                   '; do [ -n "$k" ] || continue; f="/proc/sys/$(echo "$k" | tr . /)"; '
-                   'if [ -r "$f" ]; then echo "$k=$(cat "$f")"; else echo "$k=?"; fi; done; true'),
-        ("kernel_log", 'if dmesg >/dev/null 2>&1; then echo "source=dmesg"; dmesg | grep -E "NVRM: Xid"; '
+               '$T "$p" --version | head -n 1',
+         "command -v ld; ls -lL $(command -v ld); ld --version"),
+    Step("driver_version", "cat /proc/driver/nvidia/version", "cat /proc/driver/nvidia/version"),
+    Step("dev_nodes", "ls -l /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia[0-9]*",
+         "ls -l /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia[0-9]*"),
+    Step("smi_gpus", f"$T {_GPU_QUERY}", _GPU_QUERY),
+    Step("smi_health", f"$T {_HEALTH_QUERY}", _HEALTH_QUERY),
+    Step("smi_list", "$T nvidia-smi -L", "nvidia-smi -L"),
+    Step("systemd_units", f"set -f; systemctl show -p {_UNIT_PROPERTIES} $GPUC_UNITS",
+         f"systemctl show -p {_UNIT_PROPERTIES} <the profile's units>"),
+    Step("processes", 'for p in /proc/[0-9]*; do [ -r "$p/comm" ] && echo "${p#/proc/} $(cat "$p/comm")"; done; true',
+         "cat /proc/[0-9]*/comm"),
+    Step("fm_packages", "{ rpm -qa --qf '%{NAME} %{VERSION}\\n' 'nvidia-fabric*manager*' 2>/dev/null; "
+                        "dpkg-query -W -f '${Package} ${Version}\\n' 'nvidia-fabricmanager*' 2>/dev/null; true; }",
+         "rpm -qa 'nvidia-fabric*manager*' || dpkg-query -W 'nvidia-fabricmanager*'"),
+    Step("fm_version", "$T nv-fabricmanager --version", "nv-fabricmanager --version"),
+    Step("nvidia_ctk", "$T nvidia-ctk --version", "nvidia-ctk --version"),
+    Step("runtime_binary", 'set -f; for p in $GPUC_RUNTIMES; do if [ -e "$p" ]; then ls -lL "$p"; '
+                           'if [ -x "$p" ]; then echo "$p: executable"; else echo "$p: not executable"; fi; '
+                           'else echo "$p: missing"; fi; done; true',
+         "ls -lL <container_runtime.runtime_binary>"),
+    Step("containerd_dump", "$T containerd config dump", "containerd config dump"),
+    Step("containerd_files", f'for f in {CONTAINERD_FILES}; do [ -f "$f" ] && {{ echo "### file $f"; cat "$f"; }}; done; true',
+         f"cat {CONTAINERD_FILES}"),
+    Step("sysctl", 'set -f; for k in $GPUC_SYSCTLS; do f="/proc/sys/$(echo "$k" | tr . /)"; '
+                   'if [ -r "$f" ]; then echo "$k=$(cat "$f")"; else echo "$k=?"; fi; done; true',
+         "cat /proc/sys/<key>  (each sysctl key of the profile)"),
+    Step("kernel_log", 'if dmesg >/dev/null 2>&1; then echo "source=dmesg"; dmesg | grep -E "NVRM: Xid"; '
                        'elif command -v journalctl >/dev/null 2>&1 && journalctl -k -b -n 1 >/dev/null 2>&1; then '
                        'echo "source=journal"; journalctl -k -b --no-pager | grep -E "NVRM: Xid"; '
-                       'else echo "source=none"; fi; true'),
-    ]
-    return steps
+                       'else echo "source=none"; fi; true',
+         "dmesg | grep 'NVRM: Xid'  (or journalctl -k -b)"),
+)
+
+#: Each step by its name (what the evidence of a check names).
+BY_NAME: dict[str, Step] = {step.name: step for step in STEPS}
 
 
-def build_script(sysctls: tuple[str, ...] = (), command_timeout_s: int = 30, *,
+def build_script(inputs: ProbeInputs = ProbeInputs(), command_timeout_s: int = 30, *,
                  deadline_s: float | None = None, token: str = "none") -> str:
     """The probe for one host, as one ``sh -c`` argument. ``token`` marks the processes of this
     run; with ``deadline_s`` a watchdog ends them all that long after the start."""
-    body = [f"GPUC_T={int(command_timeout_s)}", f"GPUC_RUN={shlex.quote(token)}", "export GPUC_RUN"]
+    body = [f"GPUC_T={int(command_timeout_s)}", f"GPUC_RUN={shlex.quote(token)}", "export GPUC_RUN",
+            f"GPUC_SYSCTLS={shlex.quote(' '.join(inputs.sysctls))}",
+            f"GPUC_RUNTIMES={shlex.quote(' '.join(inputs.runtime_binaries))}",
+            f"GPUC_UNITS={shlex.quote(' '.join(inputs.units))}",
+            "export GPUC_SYSCTLS GPUC_RUNTIMES GPUC_UNITS"]
     if deadline_s is not None:
         body += [f"GPUC_DEADLINE={math.ceil(deadline_s)}", _WATCHDOG]
     body.append(_PRELUDE)
-    for name, cmd in _steps(tuple(sysctls)):
+    for step in STEPS:
         # Each step runs in its own sh, so one step's failure (or `exit`) cannot end the probe.
-        body.append(f"sec {name} sh -c {shlex.quote(cmd)}")
+        body.append(f"sec {step.name} sh -c {shlex.quote(step.command)}")
     body.append('echo "$M end"')
     if deadline_s is not None:
         # stop the watchdog and reap it (and it its sleep): no zombie left under an init that reaps nothing

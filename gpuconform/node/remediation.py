@@ -129,7 +129,7 @@ def _headers(facts: NodeFacts, expected, param) -> Fix:
 
 def _fabric_manager(facts: NodeFacts, expected, param) -> Fix:
     loaded = facts.driver_proc_version
-    if loaded and loaded["version"] != expected.driver.version:
+    if loaded and loaded.version != expected.driver.version:
         return None  # the driver itself is not the profile's: fix the driver, not fabric manager
     v = expected.driver.version
     pkg = (f"dnf install nvidia-fabric-manager-{v}" if _rhel(facts)
@@ -139,7 +139,7 @@ def _fabric_manager(facts: NodeFacts, expected, param) -> Fix:
 
 
 def _mig_pending(facts: NodeFacts, expected, param) -> Fix:
-    gpus = ",".join(str(g["index"]) for g in facts.gpus if g.get("mig.mode.pending") != g.get("mig.mode.current"))
+    gpus = ",".join(str(g.index) for g in facts.gpus if g.mig_mode_pending != g.mig_mode_current)
     return Fix("mig-reset.sh", (), f"drain the node, stop the GPU's clients, nvidia-smi -r -i {gpus or '<gpu>'} "
                                    f"(or reboot), uncordon")
 

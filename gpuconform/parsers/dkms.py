@@ -53,3 +53,21 @@ def parse_version(text: str) -> str | None:
     """``dkms --version`` → ``3.0.11`` (prints ``dkms-3.0.11`` or ``dkms: 2.8.1``)."""
     m = re.search(r"(\d+\.\d+(?:\.\d+)*)", text)
     return m.group(1) if m else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Signing:
+    """DKMS's module signing setup: key files present and framework.conf settings."""
+    key_files: tuple[str, ...]
+    conf: dict[str, str]
+
+    @property
+    def has_key(self) -> bool:
+        return bool(self.key_files) or "mok_signing_key" in self.conf
+
+
+def parse_signing(text: str) -> Signing:
+    """Readable key files (absolute paths) and ``mok_signing_key=...`` style framework.conf lines."""
+    lines = text.splitlines()
+    conf = dict(x.strip().split("=", 1) for x in lines if "=" in x and not x.startswith("/"))
+    return Signing(tuple(x for x in lines if x.startswith("/")), conf)

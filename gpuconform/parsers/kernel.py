@@ -1,6 +1,8 @@
-"""Kernel facts from /proc and /sys: command line, lockdown, modprobe.d, Xid lines, os-release."""
+"""Kernel facts from /proc, /sys and /boot: command line, lockdown, signature enforcement, modprobe.d,
+initramfs listing, headers link, sysctls, Xid lines, os-release."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
 
@@ -80,3 +82,66 @@ def os_family(release: dict[str, str]) -> str | None:
         if ids & names:
             return family
     return None
+
+
+@dataclasses.dataclass(frozen=True)
+class InitramfsListing:
+    """What the probe's initramfs step found: the lister used (lsinitrd, lsinitramfs, or none on
+    the host) and the nouveau module files in the running kernel's initramfs."""
+    tool: str
+    nouveau_modules: tuple[str, ...]
+
+
+_NOUVEAU_KO = re.compile(r"(^|/)nouveau\.ko(\.\w+)?\s*$")
+
+
+def parse_initramfs(text: str) -> InitramfsListing:
+    """``tool=<lister>`` then the listing's lines that mention nouveau. The listing also names
+    /etc/modprobe.d/blacklist-nouveau.conf, which dracut and initramfs-tools copy in: only
+    nouveau.ko[.xz|.zst|.gz] counts."""
+    lines = text.splitlines()
+    tool = lines[0].partition("=")[2] if lines and lines[0].startswith("tool=") else "none"
+    found = tuple(x for x in lines[1:] if x.split() and _NOUVEAU_KO.search(x.split()[-1]))
+    return InitramfsListing(tool, found)
+
+
+@dataclasses.dataclass(frozen=True)
+class Headers:
+    """/lib/modules/<running kernel>/build: present (and where it leads), dangling or absent."""
+    state: str
+    path: str
+
+
+def parse_headers(text: str) -> Headers:
+    state, _, path = text.strip().partition(" ")
+    return Headers(state, path)
+
+
+def parse_sig_enforce(text: str) -> bool:
+    """/sys/module/module/parameters/sig_enforce: Y or N."""
+    return text.strip().upper().startswith("Y")
+
+
+def parse_sysctl(text: str) -> dict[str, str | None]:
+    """``key=value`` lines of the probe's sysctl step; ``key=?``: no such key on this kernel (None)."""
+    out: dict[str, str | None] = {}
+    for line in text.splitlines():
+        k, _, v = line.partition("=")
+        if k:
+            out[k] = None if v == "?" else v.strip()
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelLog:
+    """The kernel log since boot, as far as it could be read: its source (dmesg, journal, or none
+    readable) and its Xid events."""
+    source: str
+    xids: tuple[tuple[int, str], ...]
+
+
+def parse_kernel_log(text: str) -> KernelLog:
+    """``source=<dmesg|journal|none>`` then the log's ``NVRM: Xid`` lines."""
+    lines = text.splitlines()
+    source = lines[0].partition("=")[2] if lines and lines[0].startswith("source=") else "none"
+    return KernelLog(source, tuple(parse_xids("\n".join(lines[1:]))))

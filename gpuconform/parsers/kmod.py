@@ -25,3 +25,13 @@ def parse_proc_modules(text: str) -> dict[str, Module]:
         mods[f[0]] = Module(f[0], int(f[1]) if f[1].isdigit() else 0,
                             int(f[2]) if f[2].lstrip("-").isdigit() else None, deps, f[4], taints)
     return mods
+
+
+def parse_modinfo(text: str) -> dict[str, str]:
+    """``modinfo`` ``field: value`` lines (the probe keeps version, license, signer, sig_key,
+    vermagic, filename) → {field: value}."""
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        out[k.strip()] = v.strip()
+    return out

@@ -2,11 +2,72 @@
 /proc/driver/nvidia/version."""
 from __future__ import annotations
 
+import dataclasses
 import re
+
+from gpuconform.parsers._keyed import Keyed
 
 #: Values nvidia-smi prints when a field has no value; never to be read as one.
 NOT_AVAILABLE = {"[N/A]", "N/A", "[Not Supported]", "Not Supported",
                  "[Requested functionality has been deprecated]", "[Unknown Error]", ""}
+
+#: nvidia-smi fields read for identity and settings (all exist in 450+ drivers).
+GPU_FIELDS = (
+    "index", "name", "uuid", "pci.bus_id", "pci.device_id", "driver_version",
+    "persistence_mode", "mig.mode.current", "mig.mode.pending", "ecc.mode.current",
+)
+#: nvidia-smi health fields, queried apart: an older driver rejecting one must not hide the rest.
+GPU_HEALTH_FIELDS = (
+    "index", "retired_pages.pending", "remapped_rows.pending", "remapped_rows.failure",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuRow(Keyed):
+    """One GPU of the identity query (:data:`GPU_FIELDS`); None where nvidia-smi has no value."""
+    index: int
+    name: str | None
+    uuid: str | None
+    pci_bus_id: str | None
+    pci_device_id: str | None
+    driver_version: str | None
+    persistence_mode: str | None
+    mig_mode_current: str | None
+    mig_mode_pending: str | None
+    ecc_mode_current: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuHealth(Keyed):
+    """One GPU of the health query (:data:`GPU_HEALTH_FIELDS`): ``Yes``/``No``, None when N/A."""
+    index: int
+    retired_pages_pending: str | None
+    remapped_rows_pending: str | None
+    remapped_rows_failure: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class MigDevice(Keyed):
+    profile: str
+    device: int
+    uuid: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ListedGpu(Keyed):
+    """One GPU of ``nvidia-smi -L`` with its MIG devices."""
+    index: int
+    name: str
+    uuid: str
+    mig: tuple[MigDevice, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class DriverVersion(Keyed):
+    """/proc/driver/nvidia/version: the loaded kernel module."""
+    version: str
+    flavour: str        # open | proprietary
+    line: str
 
 
 def parse_query(text: str, fields: tuple[str, ...]) -> list[dict[str, str | None]]:
@@ -24,28 +85,47 @@ def parse_query(text: str, fields: tuple[str, ...]) -> list[dict[str, str | None
     return rows
 
 
+def _typed(cls, text: str, fields: tuple[str, ...]) -> list:
+    rows = []
+    for row in parse_query(text, fields):
+        if not (row["index"] or "").isdigit():
+            raise ValueError(f"GPU index {row['index']!r} is not a number")
+        rows.append(cls(**{k.replace(".", "_"): (int(v) if k == "index" else v) for k, v in row.items()}))
+    return rows
+
+
+def parse_gpus(text: str) -> list[GpuRow]:
+    """The identity query (:data:`GPU_FIELDS`), one row per GPU."""
+    return _typed(GpuRow, text, GPU_FIELDS)
+
+
+def parse_health(text: str) -> list[GpuHealth]:
+    """The health query (:data:`GPU_HEALTH_FIELDS`), one row per GPU."""
+    return _typed(GpuHealth, text, GPU_HEALTH_FIELDS)
+
+
 _GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)\s*$")
 _MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[0-9a-fA-F-]+)\)\s*$")
 
 
-def parse_list(text: str) -> list[dict]:
-    """``nvidia-smi -L`` → [{index, name, uuid, mig: [{profile, device, uuid}]}]."""
-    gpus: list[dict] = []
+def parse_list(text: str) -> list[ListedGpu]:
+    """``nvidia-smi -L`` → GPUs with their MIG devices."""
+    gpus: list[tuple[re.Match, list[MigDevice]]] = []
     for line in text.splitlines():
         if m := _GPU.match(line):
-            gpus.append({"index": int(m[1]), "name": m[2], "uuid": m[3], "mig": []})
+            gpus.append((m, []))
         elif (m := _MIG.match(line)) and gpus:
-            gpus[-1]["mig"].append({"profile": m[1], "device": int(m[2]), "uuid": m[3]})
-    return gpus
+            gpus[-1][1].append(MigDevice(m[1], int(m[2]), m[3]))
+    return [ListedGpu(int(g[1]), g[2], g[3], tuple(migs)) for g, migs in gpus]
 
 
 _NVRM = re.compile(r"NVRM version:\s+(?P<desc>.*?)\s+(?P<ver>\d+\.\d+(?:\.\d+)?)\s+")
 
 
-def parse_proc_version(text: str) -> dict[str, str] | None:
-    """/proc/driver/nvidia/version → {version, flavour: open|proprietary, line}."""
+def parse_proc_version(text: str) -> DriverVersion | None:
+    """/proc/driver/nvidia/version → version, flavour (open|proprietary) and its first line."""
     m = _NVRM.search(text + " ")
     if not m:
         return None
     flavour = "open" if "Open Kernel Module" in m["desc"] else "proprietary"
-    return {"version": m["ver"], "flavour": flavour, "line": text.splitlines()[0].strip()}
+    return DriverVersion(m["ver"], flavour, text.splitlines()[0].strip())

@@ -39,8 +39,8 @@ def gpuconform_profile(pytestconfig: pytest.Config) -> profile_mod.LoadedProfile
 @pytest.fixture(scope="session")
 def _facts_pool(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.LoadedProfile):
     t = gpuconform_profile.profile.timeouts
-    sysctls = gpuconform_profile.sysctl_keys()
-    pool = FactsPool(lambda token, deadline_s: probe.build_script(sysctls, t.command_s, deadline_s=deadline_s,
+    inputs = gpuconform_profile.probe_inputs()
+    pool = FactsPool(lambda token, deadline_s: probe.build_script(inputs, t.command_s, deadline_s=deadline_s,
                                                                   token=token), t.probe_s)
     if not hasattr(pytestconfig, "workerinput"):  # an xdist worker probes only the hosts it gets
         for h in _all_hosts(pytestconfig):  # probe every host at once, not one by one

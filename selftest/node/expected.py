@@ -76,7 +76,14 @@ EXPECTED: dict[str, Expect] = {
     }),
     "persistence-disabled": Expect({"node.gpu.persistence_mode": r"disabled|not enabled"}),
     "toolkit-missing": Expect({"node.toolkit.nvidia_ctk": r"nvidia-ctk"}),
-    "runtime-binary-missing": Expect({"node.toolkit.runtime_binary": r"/usr/bin/nvidia-container-runtime"}),
+    "runtime-binary-missing": Expect({"node.toolkit.runtime_binary": r"/usr/bin/nvidia-container-runtime is missing"}),
+    # the operator's toolkit: nothing at the profile's paths, containerd points elsewhere
+    "toolkit-from-operator": Expect({
+        "node.toolkit.nvidia_ctk": r"nvidia-ctk is not installed",
+        "node.toolkit.runtime_binary": r"/usr/bin/nvidia-container-runtime is missing",
+        "node.containerd.nvidia_runtime": r"/usr/local/nvidia/toolkit/nvidia-container-runtime.*"
+                                          r"expected '/usr/bin/nvidia-container-runtime'"},
+        blocked=frozenset({"node.containerd.nvidia_default"})),
     "containerd-no-nvidia-runtime": Expect({"node.containerd.nvidia_runtime": r"nvidia"},
                                            blocked=frozenset({"node.containerd.nvidia_default"})),
     "containerd-not-default": Expect({"node.containerd.nvidia_default": r"runc"}),
@@ -85,6 +92,7 @@ EXPECTED: dict[str, Expect] = {
     "xid-in-log": Expect({"node.kernel.no_xid": r"Xid.*\b79\b"}),
     "ecc-disabled": Expect({"node.gpu.ecc_enabled": r"GPU 5"}),
     "row-remap-failure": Expect({"node.gpu.row_remap": r"GPU 2"}),
+    "debian-in-rhel-pool": Expect({"node.os.family": r"Ubuntu.*debian.*expected rhel"}),
     # the profile requires both services: without systemd their unit state cannot be read
     "no-systemd": Expect({f"node.{unit}.{state}": r"systemd is not the init system"
                           for unit, state in (("persistenced", "enabled"), ("persistenced", "active"),

@@ -61,5 +61,5 @@ def test_systemctl_show_blocks():
             "UnitFileState=enabled\n\nId=nvidia-fabricmanager.service\nLoadState=not-found\n"
             "ActiveState=inactive\nSubState=dead\nUnitFileState=\n")
     units = systemd.parse_show(text)
-    assert units["nvidia-persistenced.service"]["ActiveState"] == "active"
-    assert units["nvidia-fabricmanager.service"]["LoadState"] == "not-found"
+    assert units["nvidia-persistenced.service"].active_state == "active"
+    assert units["nvidia-fabricmanager.service"].load_state == "not-found"

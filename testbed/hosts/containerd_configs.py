@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from testbed.hosts.scenarios import Scenario
 
-RUNTIME_BINARY = "/usr/bin/nvidia-container-runtime"
 DROPIN = "/etc/containerd/conf.d/99-nvidia.toml"
 
 
@@ -45,7 +44,7 @@ def _config_v2(s: Scenario) -> str:
             f'    [{key}.containerd]\n      default_runtime_name = "{s.containerd_default_runtime}"\n'
             f'\n      [{key}.containerd.runtimes]\n')
     if s.containerd_nvidia_runtime:
-        text += _runtime_v2_file(key, "nvidia", RUNTIME_BINARY)
+        text += _runtime_v2_file(key, "nvidia", s.runtime_path)
     return text + _runtime_v2_file(key, "runc", None)
 
 
@@ -55,7 +54,7 @@ def _dropin_v3(s: Scenario) -> str:
             f'  [{key}]\n\n    [{key}.containerd]\n'
             f'      default_runtime_name = "{s.containerd_default_runtime}"\n'
             f'\n      [{key}.containerd.runtimes]\n'
-            + _runtime_v2_file(key, "nvidia", RUNTIME_BINARY))
+            + _runtime_v2_file(key, "nvidia", s.runtime_path))
 
 
 def dump(s: Scenario) -> str:
@@ -83,7 +82,7 @@ def _dump_v2(s: Scenario) -> str:
     key = 'plugins."io.containerd.grpc.v1.cri"'
     runtimes = ""
     if s.containerd_nvidia_runtime:
-        runtimes += _dump_v2_runtime(key, "nvidia", RUNTIME_BINARY)
+        runtimes += _dump_v2_runtime(key, "nvidia", s.runtime_path)
     runtimes += _dump_v2_runtime(key, "runc", None)
     return f'''disabled_plugins = []
 imports = ["/etc/containerd/config.toml"]
@@ -191,7 +190,7 @@ def _dump_v3(s: Scenario) -> str:
         s.containerd_nvidia_runtime else "[]"
     runtimes = ""
     if s.containerd_nvidia_runtime:
-        runtimes += _dump_v3_runtime(key, "nvidia", RUNTIME_BINARY)
+        runtimes += _dump_v3_runtime(key, "nvidia", s.runtime_path)
     runtimes += _dump_v3_runtime(key, "runc", None)
     return f"""version = 3
 root = '/var/lib/containerd'

@@ -26,14 +26,15 @@ def test_nvidia_ctk_present(node, expected):
 
 
 @check("node.toolkit.runtime_binary", "nvidia-container-runtime binary is executable",
-       fix="install nvidia-container-toolkit (it ships /usr/bin/nvidia-container-runtime)",
+       fix="install nvidia-container-toolkit (the package ships /usr/bin/nvidia-container-runtime; the GPU "
+           "Operator's toolkit /usr/local/nvidia/toolkit/nvidia-container-runtime): the profile's "
+           "container_runtime.runtime_binary must name where it is",
        evidence=["runtime_binary"])
 def test_runtime_binary_executable(node, expected):
     """The profile's runtime binary exists and is executable."""
     _containerd(expected)
-    rb = node.runtime_binary
-    assert rb["exists"] and rb["executable"], (
-        f"{expected.container_runtime.runtime_binary} is {'not executable' if rb['exists'] else 'missing'}")
+    rb = node.runtime_binary(expected.container_runtime.runtime_binary)
+    assert rb.executable, f"{rb.path} is {'not executable' if rb.exists else 'missing'}"
 
 
 @check("node.containerd.installed", "containerd, the profile's container engine, is installed",

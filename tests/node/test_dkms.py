@@ -48,6 +48,6 @@ def test_linker_runs(node, expected):
     if expected.driver.install != "dkms":
         pytest.skip(f"nothing is built on this host (driver.install: {expected.driver.install})")
     ld = node.ld
-    assert ld.get("path"), "no `ld` on PATH: binutils is missing, DKMS cannot link the driver"
-    assert ld.get("executable") == "yes", f"{ld['path']} is not executable (Permission denied); DKMS builds fail"
-    assert ld["runs"], f"`ld --version` failed: {ld.get('error') or 'no version printed'}"
+    assert ld.path, "no `ld` on PATH: binutils is missing, DKMS cannot link the driver"
+    assert ld.executable, f"{ld.path} is not executable (Permission denied); DKMS builds fail"
+    assert ld.runs, f"`ld --version` failed: {ld.error or 'no version printed'}"

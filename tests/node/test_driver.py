@@ -23,9 +23,9 @@ def test_loaded_driver_version(node, expected):
     """/proc/driver/nvidia/version reports the profile's driver version (and flavour if set)."""
     info = node.driver_proc_version
     assert info, "/proc/driver/nvidia/version is missing or unreadable although nvidia is loaded"
-    flavour_ok = expected.driver.flavour in ("any", info["flavour"])
-    assert info["version"] == expected.driver.version and flavour_ok, (
-        f"loaded driver is {info['version']} ({info['flavour']} kernel module), "
+    flavour_ok = expected.driver.flavour in ("any", info.flavour)
+    assert info.version == expected.driver.version and flavour_ok, (
+        f"loaded driver is {info.version} ({info.flavour} kernel module), "
         f"expected {expected.driver.version}" + ("" if expected.driver.flavour == "any" else f" ({expected.driver.flavour})"))
 
 
@@ -67,7 +67,7 @@ def test_gpu_count(node, expected):
        needs=[SMI], evidence=["smi_gpus"])
 def test_gpu_product(node, expected):
     """Every GPU's nvidia-smi name equals `gpu.product`."""
-    other = [f"GPU {g['index']}: {g['name']}" for g in node.gpus if g["name"] != expected.gpu.product]
+    other = [f"GPU {g.index}: {g.name}" for g in node.gpus if g.name != expected.gpu.product]
     assert not other, f"expected {expected.gpu.product}, found {'; '.join(other)}"
 
 
@@ -76,5 +76,5 @@ def test_gpu_product(node, expected):
        needs=[SMI], evidence=["smi_gpus"])
 def test_smi_driver_version(node, expected):
     """nvidia-smi's driver_version equals the profile's driver version on every GPU."""
-    seen = sorted({g["driver_version"] or "unknown" for g in node.gpus})
+    seen = sorted({g.driver_version or "unknown" for g in node.gpus})
     assert seen == [expected.driver.version], f"nvidia-smi reports driver {', '.join(seen)}, expected {expected.driver.version}"

@@ -3,9 +3,6 @@ import pytest
 
 from gpuconform.checks import check
 
-UNIT = "nvidia-fabricmanager.service"
-
-
 def _required(expected):
     if expected.services.fabric_manager != "required":
         pytest.skip("the profile does not require fabric manager (services.fabric_manager: any; "
@@ -25,7 +22,7 @@ def test_fabric_manager_version(node, expected):
     assert pkgs, "no fabric manager package is installed (nvidia-fabric-manager / nvidia-fabricmanager-<branch>)"
     versions = sorted({v.split("-")[0] for _, v in pkgs})
     loaded = node.driver_proc_version
-    driver = loaded["version"] if loaded else expected.driver.version
+    driver = loaded.version if loaded else expected.driver.version
     assert versions == [driver], (
         f"fabric manager {', '.join(versions)} installed, driver is {driver}"
         f"{' (loaded)' if loaded else ' (profile)'}: the versions must be equal")
@@ -35,8 +32,7 @@ def test_fabric_manager_version(node, expected):
        fix="systemctl enable --now nvidia-fabricmanager; journalctl -u nvidia-fabricmanager",
        needs=["node.driver.modules_loaded"], evidence=["pid1", "systemd_units", "processes"])
 def test_fabric_manager_active(node, expected):
-    """systemd reports nvidia-fabricmanager.service active."""
+    """systemd reports the fabric manager's unit (services.fabric_manager_unit) active."""
     _required(expected)
-    unit = node.unit(UNIT)
-    assert unit.get("ActiveState") == "active", (
-        f"{UNIT} is {unit.get('ActiveState')} ({unit.get('SubState') or unit.get('LoadState')})")
+    unit = node.unit(expected.services.fabric_manager_unit)
+    assert unit.active_state == "active", f"{unit.id} is {unit.describe()}"

@@ -11,8 +11,8 @@ def test_ecc_enabled(node, expected):
     """ecc.mode.current is Enabled on every GPU (when the profile requires ECC)."""
     if expected.gpu.ecc != "enabled":
         return
-    off = [f"GPU {g['index']}: {g['ecc.mode.current'] or 'not supported'}" for g in node.gpus
-           if g["ecc.mode.current"] != "Enabled"]
+    off = [f"GPU {g.index}: {g.ecc_mode_current or 'not supported'}" for g in node.gpus
+           if g.ecc_mode_current != "Enabled"]
     assert not off, f"ECC is not enabled: {'; '.join(off)}"
 
 
@@ -20,7 +20,7 @@ def test_ecc_enabled(node, expected):
        needs=["node.smi.runs"], evidence=["smi_health"])
 def test_no_retired_pages_pending(node):
     """retired_pages.pending is not Yes on any GPU (N/A on GPUs that remap rows instead)."""
-    bad = [str(g["index"]) for g in node.gpu_health if (g["retired_pages.pending"] or "").lower() == "yes"]
+    bad = [str(g.index) for g in node.gpu_health if (g.retired_pages_pending or "").lower() == "yes"]
     assert not bad, f"retired pages pending a reset on GPU {', '.join(bad)}"
 
 
@@ -28,8 +28,9 @@ def test_no_retired_pages_pending(node):
        needs=["node.smi.runs"], evidence=["smi_health"])
 def test_no_row_remap_failure(node):
     """remapped_rows.failure and remapped_rows.pending are not Yes on any GPU."""
-    bad = [f"GPU {g['index']}: " + ", ".join(k.split(".")[1] for k in ("remapped_rows.failure", "remapped_rows.pending")
-                                              if (g[k] or "").lower() == "yes")
+    bad = [f"GPU {g.index}: " + ", ".join(name for name, value in (("failure", g.remapped_rows_failure),
+                                                                   ("pending", g.remapped_rows_pending))
+                                        if (value or "").lower() == "yes")
            for g in node.gpu_health
-           if "yes" in ((g["remapped_rows.failure"] or "").lower(), (g["remapped_rows.pending"] or "").lower())]
+           if "yes" in ((g.remapped_rows_failure or "").lower(), (g.remapped_rows_pending or "").lower())]
     assert not bad, f"row remapping problem: {'; '.join(bad)}"

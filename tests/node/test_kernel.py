@@ -42,10 +42,10 @@ def test_headers_for_running_kernel(node, expected):
     """/lib/modules/$(uname -r)/build exists, so DKMS can build the driver for this kernel."""
     if not expected.kernel.headers_required:
         pytest.skip("the profile does not require kernel headers (kernel.headers_required: false)")
-    state, path = node.headers
-    assert state == "present", (f"no kernel headers for the running kernel {node.kernel_release}: "
-                                f"/lib/modules/{node.kernel_release}/build is {state}"
-                                + (f" (points to {path})" if state == "dangling" else ""))
+    headers = node.headers
+    assert headers.state == "present", (f"no kernel headers for the running kernel {node.kernel_release}: "
+                                        f"/lib/modules/{node.kernel_release}/build is {headers.state}"
+                                        + (f" (points to {headers.path})" if headers.state == "dangling" else ""))
 
 
 @check("node.sysctl", "Kernel tunable is within the profile's bounds",
@@ -72,6 +72,6 @@ def test_sysctl_within_bounds(node, expected, sysctl_key):
        evidence=["kernel_log"])
 def test_no_xid_since_boot(node, expected):
     """The kernel log since boot holds no `NVRM: Xid` line (except codes the profile tolerates)."""
-    source, xids = node.xids
-    bad = [line for code, line in xids if code not in expected.health.xid_allowed]
-    assert not bad, f"{len(bad)} Xid event(s) in the kernel log ({source}); first: {bad[0]}"
+    log = node.kernel_log
+    bad = [line for code, line in log.xids if code not in expected.health.xid_allowed]
+    assert not bad, f"{len(bad)} Xid event(s) in the kernel log ({log.source}); first: {bad[0]}"

@@ -15,8 +15,8 @@ def test_mig_mode_current(node, expected):
     if expected.mig.mode == "any":
         pytest.skip("the profile accepts any MIG mode on this host (mig.mode: any)")
     want = "Enabled" if expected.mig.mode == "enabled" else "Disabled"
-    other = [f"GPU {g['index']}: {g['mig.mode.current'] or 'not supported'}" for g in node.gpus
-             if g["mig.mode.current"] != want]
+    other = [f"GPU {g.index}: {g.mig_mode_current or 'not supported'}" for g in node.gpus
+             if g.mig_mode_current != want]
     assert not other, f"MIG mode should be {want}; {'; '.join(other)}"
 
 
@@ -25,6 +25,6 @@ def test_mig_mode_current(node, expected):
        needs=["node.smi.runs"], evidence=["smi_gpus"])
 def test_mig_no_pending_change(node):
     """mig.mode.pending equals mig.mode.current on every GPU."""
-    pending = [f"GPU {g['index']}: {g['mig.mode.current']} → {g['mig.mode.pending']}" for g in node.gpus
-               if g["mig.mode.pending"] != g["mig.mode.current"]]
+    pending = [f"GPU {g.index}: {g.mig_mode_current} → {g.mig_mode_pending}" for g in node.gpus
+               if g.mig_mode_pending != g.mig_mode_current]
     assert not pending, f"MIG mode change pending a reset: {'; '.join(pending)}"

@@ -39,5 +39,6 @@ def test_nouveau_not_in_initramfs(node, expected):
     """The initramfs listing (lsinitrd/lsinitramfs) of the running kernel has no nouveau module."""
     if not expected.driver.blacklist_nouveau:
         pytest.skip("the profile does not require nouveau kept out (driver.blacklist_nouveau: false)")
-    tool, lines = node.initramfs_nouveau
-    assert not lines, f"nouveau is in the initramfs ({tool}): {lines[0].split()[-1]}"
+    listing = node.initramfs_nouveau
+    assert not listing.nouveau_modules, (
+        f"nouveau is in the initramfs ({listing.tool}): {listing.nouveau_modules[0].split()[-1]}")

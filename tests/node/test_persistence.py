@@ -4,7 +4,6 @@ import pytest
 
 from gpuconform.checks import check
 
-UNIT = "nvidia-persistenced.service"
 FIX = "systemctl enable --now nvidia-persistenced.service  (remediation/persistenced.sh --apply)"
 
 
@@ -16,21 +15,19 @@ def _required(expected):
 @check("node.persistenced.enabled", "nvidia-persistenced service is enabled", fix=FIX,
        evidence=["pid1", "systemd_units"])
 def test_persistenced_enabled(node, expected):
-    """systemd has nvidia-persistenced.service enabled (starts at boot)."""
+    """systemd has the daemon's unit (services.persistenced_unit) enabled: it starts at boot."""
     _required(expected)
-    unit = node.unit(UNIT)
-    assert unit.get("UnitFileState") in ("enabled", "enabled-runtime", "static", "alias"), (
-        f"{UNIT} is {unit.get('UnitFileState') or unit.get('LoadState')} (not enabled)")
+    unit = node.unit(expected.services.persistenced_unit)
+    assert unit.enabled, f"{unit.id} is {unit.unit_file_state or unit.load_state} (not enabled)"
 
 
 @check("node.persistenced.active", "nvidia-persistenced service is active", fix=FIX,
        needs=["node.driver.modules_loaded"], evidence=["pid1", "systemd_units"])
 def test_persistenced_active(node, expected):
-    """systemd reports nvidia-persistenced.service active (running)."""
+    """systemd reports the daemon's unit (services.persistenced_unit) active (running)."""
     _required(expected)
-    unit = node.unit(UNIT)
-    assert unit.get("ActiveState") == "active", (
-        f"{UNIT} is {unit.get('ActiveState')} ({unit.get('SubState') or unit.get('LoadState')})")
+    unit = node.unit(expected.services.persistenced_unit)
+    assert unit.active_state == "active", f"{unit.id} is {unit.describe()}"
 
 
 @check("node.persistenced.running", "nvidia-persistenced daemon is running", fix=FIX,
@@ -49,5 +46,5 @@ def test_persistenced_running(node, expected):
 def test_persistence_mode_enabled(node, expected):
     """nvidia-smi persistence_mode reads Enabled for every GPU."""
     _required(expected)
-    off = [str(g["index"]) for g in node.gpus if g["persistence_mode"] != "Enabled"]
+    off = [str(g.index) for g in node.gpus if g.persistence_mode != "Enabled"]
     assert not off, f"persistence mode is not Enabled on GPU {', '.join(off)}"

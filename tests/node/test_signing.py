@@ -56,7 +56,5 @@ def test_dkms_rebuild_will_be_signed(node, expected):
         pytest.skip(f"the driver is not built by DKMS on this host (driver.install: {expected.driver.install})")
     if not _enforcing(node):
         return
-    sign = node.dkms_signing
-    has_key = bool(sign["key_files"]) or "mok_signing_key" in sign["conf"]
-    assert has_key, ("signature enforcement is on and DKMS has no signing key: the driver loads now, but the "
+    assert node.dkms_signing.has_key, ("signature enforcement is on and DKMS has no signing key: the driver loads now, but the "
                      "module DKMS builds after the next kernel update will be unsigned and rejected")

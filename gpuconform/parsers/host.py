@@ -1,0 +1,83 @@
+"""Plain listings the probe makes of the host: tools on PATH (``name=path``), processes
+(``pid comm``), device nodes (``ls -l``), a binary's state (``ls -lL`` + ``<path>: executable``),
+the linker (``ld``), installed packages (``name version``)."""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+
+def parse_tools(text: str) -> dict[str, str]:
+    """``name=path`` per tool found on PATH."""
+    out = {}
+    for line in text.splitlines():
+        k, _, v = line.partition("=")
+        if k and v:
+            out[k] = v
+    return out
+
+
+def parse_processes(text: str) -> frozenset[str]:
+    """``pid comm`` lines → process names as the kernel keeps them (/proc/<pid>/comm: 15 characters)."""
+    return frozenset(line.split(" ", 1)[1] for line in text.splitlines() if " " in line)
+
+
+def parse_char_devices(text: str) -> frozenset[str]:
+    """``ls -l`` of /dev paths → names of the character devices among them."""
+    return frozenset(line.split()[-1].rsplit("/", 1)[-1] for line in text.splitlines() if line.startswith("c"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Binary:
+    """A file the probe looked at by path: there or not, executable or not."""
+    path: str
+    exists: bool
+    executable: bool
+
+
+_BINARY = re.compile(r"^(?P<path>/\S*): (?P<state>executable|not executable|missing)$")
+
+
+def parse_binaries(text: str) -> dict[str, Binary]:
+    """``<path>: executable | not executable | missing`` lines (``ls -lL`` lines between them are evidence)."""
+    out = {}
+    for line in text.splitlines():
+        if m := _BINARY.match(line.strip()):
+            out[m["path"]] = Binary(m["path"], m["state"] != "missing", m["state"] == "executable")
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Linker:
+    """``ld`` as DKMS will call it: where, whether it has the run bit, whether ``--version`` ran."""
+    path: str | None
+    real: str | None
+    executable: bool
+    version: str | None
+    runs: bool
+    error: str
+
+
+def parse_linker(out: str, err: str, ok: bool) -> Linker:
+    """The probe's ld step: ``path=``, ``real=``, ``executable=yes|no``, then ``ld --version``'s first line."""
+    info: dict[str, str] = {}
+    version = None
+    for line in out.splitlines():
+        key, eq, value = line.partition("=")
+        if eq and key in ("path", "real", "executable"):
+            info[key] = value
+        elif line.startswith("GNU") or " ld " in f" {line} ":
+            version = line
+    return Linker(info.get("path") or None, info.get("real") or None, info.get("executable") == "yes",
+                  version, ok and version is not None, err.strip())
+
+
+def parse_packages(text: str) -> tuple[tuple[str, str], ...]:
+    """``name version`` lines (``rpm -qa --qf`` / ``dpkg-query -W -f``) → (name, version) pairs."""
+    return tuple((f[0], f[1]) for f in (line.split() for line in text.splitlines()) if len(f) >= 2)
+
+
+def parse_tool_version(text: str) -> str | None:
+    """``... version X ...`` (nvidia-ctk --version) → X."""
+    m = re.search(r"version\s+(\S+)", text)
+    return m.group(1) if m else None

@@ -1,0 +1,126 @@
+"""The profile's ``cluster`` section: what tests/cluster expects of the Kubernetes side (API server,
+GPU Operator, GPU workers, MIG, workloads)."""
+from __future__ import annotations
+
+import fnmatch
+from typing import Any, Literal
+
+from pydantic import Field
+
+from gpuconform.profile._base import Pattern, Strict
+
+
+def _minor(v: str) -> tuple[int, int]:
+    parts = v.lstrip("v").split(".")
+    return int(parts[0]), int(parts[1])
+
+
+class ServerVersion(Strict):
+    min: str = Field("1.29", pattern=r"^v?\d+\.\d+$", description="lowest accepted Kubernetes minor, e.g. 1.29")
+    max: str | None = Field(None, pattern=r"^v?\d+\.\d+$",
+                            description="highest accepted Kubernetes minor (inclusive); null: no upper bound")
+
+    def accepts(self, git_version: str) -> bool:
+        got = _minor(git_version)
+        return _minor(self.min) <= got and (self.max is None or got <= _minor(self.max))
+
+    def __str__(self) -> str:
+        return f">= {self.min}" + (f", <= {self.max}" if self.max else "")
+
+
+class Toleration(Strict):
+    key: str
+    operator: Literal["Exists", "Equal"] = "Exists"
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+    def __str__(self) -> str:
+        value = f"={self.value}" if self.operator == "Equal" else ""
+        return f"{self.key}{value} {self.operator} {self.effect or '(any effect)'}"
+
+
+GPU_TOLERATION = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
+
+
+class GpuOperator(Strict):
+    namespace: str = Field("gpu-operator", description="namespace the GPU Operator runs in")
+    cluster_policy: str = Field("cluster-policy", description="name of the ClusterPolicy (the Helm chart's)")
+    spec: dict[str, Any] = Field(
+        default_factory=lambda: {"driver.enabled": False, "vgpuDeviceManager.enabled": False,
+                                 "vfioManager.enabled": False, "sandboxDevicePlugin.enabled": False,
+                                 "mig.strategy": "mixed"},
+        description="ClusterPolicy spec values, by dotted path (the article's Helm values), compared with what "
+                    "the operator acts on: an unset value counts as the operator's default "
+                    "(gpuconform/cluster/operator.py OPERATOR_DEFAULTS)")
+    validator_driver_env: dict[str, str] = Field(
+        default_factory=lambda: {"DISABLE_DEV_CHAR_SYMLINK_CREATION": "true"},
+        description="env of the driver validator (spec.validator.driver.env)")
+    tolerations: tuple[Toleration, ...] = Field(
+        (GPU_TOLERATION,), description="tolerations every operand needs (spec.daemonsets.tolerations)")
+    operands: tuple[str, ...] = Field(
+        ("gpu-feature-discovery", "nvidia-container-toolkit-daemonset", "nvidia-dcgm-exporter",
+         "nvidia-device-plugin-daemonset", "nvidia-mig-manager", "nvidia-operator-validator"),
+        description="operand DaemonSets that must be available on every GPU worker")
+
+
+class Kyverno(Strict):
+    required: bool = Field(False, description="true: Kyverno must be installed (else the check skips when absent)")
+    excluded_namespaces: tuple[str, ...] = Field(
+        ("gpu-operator",), description="namespaces no Kyverno policy may apply to")
+
+
+class MigAssignment(Strict):
+    match: tuple[Pattern, ...] = Field(..., min_length=1, description="fnmatch patterns on node name")
+    config: str = Field(..., description="mig-parted config name, e.g. all-1g.10gb")
+
+
+class GpuWorkers(Strict):
+    selector: str = Field("nvidia.com/gpu.present=true", description="label selector of the GPU workers")
+    min_count: int = Field(1, ge=0, description="at least this many GPU workers (the article: 3)")
+    product: str = Field("NVIDIA-H100-80GB-HBM3", description="nvidia.com/gpu.product label (GFD)")
+    count: int = Field(8, ge=0, description="nvidia.com/gpu.count label: GPUs per worker")
+    mig_configs: tuple[MigAssignment, ...] = Field(
+        (), description="nvidia.com/mig.config per node, first match wins")
+    default_mig_config: str | None = Field(
+        None, description="config of nodes no assignment matches; null: any (not checked)")
+
+    def mig_config_for(self, node: str) -> str | None:
+        for a in self.mig_configs:
+            if any(fnmatch.fnmatchcase(node, p) for p in a.match):
+                return a.config
+        return self.default_mig_config
+
+
+class Workloads(Strict):
+    image: str = Field("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04",
+                       description="CUDA vectoradd image (closed networks: the internal mirror)")
+    image_pull_secrets: tuple[str, ...] = Field((), description="secrets in the run namespace for the image")
+    image_pull_policy: Literal["IfNotPresent", "Always", "Never"] = "IfNotPresent"
+
+
+class MigReconfigure(Strict):
+    node: str | None = Field(None, description="GPU worker to relabel (disruptive check); null: the first MIG-capable one")
+    to: str | None = Field(None, description="config to switch to and back from; null: all-balanced, or "
+                                             "all-disabled when the node already has all-balanced")
+
+
+class ClusterTimeouts(Strict):
+    api_s: float = Field(15, gt=0, description="first contact with the API server, and each request")
+    pod_run_s: float = Field(300, gt=0, description="a workload pod from creation to Succeeded/Failed")
+    image_pull_s: float = Field(300, gt=0, description="a pod stuck pulling its image this long: give up")
+    event_s: float = Field(60, gt=0, description="waiting for an expected event (FailedScheduling)")
+    namespace_s: float = Field(60, gt=0, description="run namespace ready (service account) / pods deleted")
+    mig_reconfigure_s: float = Field(900, gt=0, description="after a relabel: mig.config.state back to success "
+                                                            "and allocatable converged to the mig-parted config")
+
+
+class ClusterExpectations(Strict):
+    server_version: ServerVersion = ServerVersion()
+    gpu_operator: GpuOperator = GpuOperator()
+    kyverno: Kyverno = Kyverno()
+    gpu_workers: GpuWorkers = GpuWorkers()
+    workloads: Workloads = Workloads()
+    mig_reconfigure: MigReconfigure = MigReconfigure()
+    timeouts: ClusterTimeouts = ClusterTimeouts()
+
+

@@ -1,0 +1,159 @@
+"""The profile's ``node`` section: what every GPU worker must be (tests/node), and the ``groups``
+that override it for some hosts.
+
+A group's ``node`` is a partial section (:data:`NodeOverride`, every field optional, validated at
+load like the section itself); a host's expectations are the section with each matching group's
+set fields laid over it, in order (:func:`apply`) — nothing is validated again per host.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, StringConstraints, create_model, field_validator
+
+from gpuconform.profile._base import Pattern, Strict
+
+#: A path on the host, absolute (it is looked at as it is written).
+HostPath = Annotated[str, StringConstraints(pattern=r"^/[^\s]*$")]
+#: A systemd unit name (systemctl show takes it as one word).
+UnitName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9@_.:\\-]+\.(service|socket|target)$")]
+#: A sysctl key as /proc/sys names it with dots (net.core.bpf_jit_harden).
+SysctlKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")]
+
+
+class Kernel(Strict):
+    cmdline_required: tuple[str, ...] = Field(
+        (), description="parameters that must be on /proc/cmdline, as `key=value` or `key`")
+    cmdline_forbidden: tuple[str, ...] = Field(
+        (), description="parameter names that must not be on /proc/cmdline (any value)")
+    headers_required: bool = Field(True, description="/lib/modules/<running kernel>/build must exist")
+
+
+class Signing(Strict):
+    enforcement: Literal["off", "any"] = Field(
+        "any", description="'off': /sys/module/module/parameters/sig_enforce must be N; 'any': not checked")
+    lockdown_allowed: tuple[Literal["none", "integrity", "confidentiality"], ...] = Field(
+        ("none",), description="kernel lockdown modes (/sys/kernel/security/lockdown) the host may be in")
+
+
+class Driver(Strict):
+    version: str = Field(..., description="expected NVIDIA driver version, e.g. 580.95.05")
+    install: Literal["dkms", "prebuilt"] = Field(
+        "dkms", description="'dkms': built by DKMS on the host (the dkms, linker and signing-rebuild checks apply)")
+    dkms_module_names: tuple[str, ...] = Field(
+        ("nvidia", "nvidia-open"), description="DKMS module names the driver may be registered under")
+    flavour: Literal["open", "proprietary", "any"] = Field(
+        "any", description="kernel module flavour /proc/driver/nvidia/version must report")
+    blacklist_nouveau: bool = Field(
+        True, description="nouveau must be blacklisted in modprobe.d and absent from the initramfs")
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _quoted(cls, v):
+        if isinstance(v, (int, float)):
+            raise ValueError(f"a driver version in quotes, like \"{v}\" (YAML read {v} as a number)")
+        return v
+
+    @field_validator("version")
+    @classmethod
+    def _looks_like_version(cls, v: str) -> str:
+        parts = v.split(".")
+        if not (2 <= len(parts) <= 3 and all(p.isdigit() for p in parts)):
+            raise ValueError("a driver version like 580.95.05")
+        return v
+
+
+class Gpu(Strict):
+    product: str = Field(..., description="nvidia-smi product name of every GPU, e.g. 'NVIDIA H100 80GB HBM3'")
+    count: int = Field(..., ge=0, description="GPUs nvidia-smi must list (and /dev/nvidia0..N-1)")
+    ecc: Literal["enabled", "any"] = Field("enabled", description="'enabled': ECC on for every GPU")
+
+
+class Services(Strict):
+    persistenced: Literal["required", "any"] = Field(
+        "required", description="'required': nvidia-persistenced enabled, active, running, persistence mode on")
+    persistenced_unit: UnitName = Field("nvidia-persistenced.service",
+                                        description="systemd unit of nvidia-persistenced")
+    fabric_manager: Literal["required", "any"] = Field(
+        "any", description="'required': fabric manager at the driver's version and active (NVSwitch systems)")
+    fabric_manager_unit: UnitName = Field("nvidia-fabricmanager.service",
+                                          description="systemd unit of the fabric manager")
+
+
+class ContainerRuntime(Strict):
+    engine: Literal["containerd", "none"] = Field(
+        "containerd", description="container engine on the host; 'none': the runtime checks are skipped")
+    engine_unit: UnitName = Field("containerd.service", description="systemd unit of the engine (shown as evidence)")
+    nvidia_ctk_required: bool = Field(True, description="nvidia-ctk must be on PATH")
+    runtime_binary: HostPath = Field(
+        "/usr/bin/nvidia-container-runtime",
+        description="path of nvidia-container-runtime: executable there, and containerd's `nvidia` runtime "
+                    "BinaryName (the distribution package: /usr/bin; the GPU Operator's toolkit: "
+                    "/usr/local/nvidia/toolkit/nvidia-container-runtime)")
+    nvidia_default: bool = Field(True, description="`nvidia` must be containerd's default runtime")
+
+
+class SysctlRule(Strict):
+    eq: int | None = Field(None, description="the value must equal this")
+    max: int | None = Field(None, description="the value must be at most this")
+    min: int | None = Field(None, description="the value must be at least this")
+
+
+class Mig(Strict):
+    mode: Literal["enabled", "disabled", "any"] = Field(
+        "any", description="MIG mode every GPU must be in (and no change pending); 'any': not checked")
+
+
+class Health(Strict):
+    xid_allowed: tuple[int, ...] = Field((), description="Xid codes tolerated in the kernel log since boot")
+
+
+class NodeExpectations(Strict):
+    os_family: Literal["rhel", "debian", "suse", "any"] = Field(
+        "any", description="OS family of /etc/os-release (ID, ID_LIKE): rhel, debian or suse; 'any': not checked")
+    kernel: Kernel = Field(Kernel(), description="kernel command line and headers")
+    signing: Signing = Field(Signing(), description="module signature enforcement and lockdown")
+    driver: Driver = Field(..., description="the NVIDIA driver")
+    gpu: Gpu = Field(..., description="the GPUs nvidia-smi must show")
+    services: Services = Field(Services(), description="NVIDIA daemons and their systemd units")
+    container_runtime: ContainerRuntime = Field(ContainerRuntime(), description="NVIDIA container runtime and containerd")
+    sysctl: dict[SysctlKey, SysctlRule] = Field(
+        default_factory=dict, description="kernel tunables by key, each with eq/min/max bounds")
+    mig: Mig = Field(Mig(), description="MIG mode")
+    health: Health = Field(Health(), description="GPU health signals")
+
+
+# -- groups: partial sections laid over the node section -----------------------------------------
+def _partial(model: type[Strict]) -> type[Strict]:
+    """``model`` with every field optional (None: not overridden), sections partial too."""
+    fields: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, Strict):
+            kind = _partial(kind)
+        fields[name] = (kind | None, Field(None, description=info.description))
+    return create_model(f"{model.__name__}Override", __base__=Strict, __doc__=model.__doc__, **fields)
+
+
+NodeOverride = _partial(NodeExpectations)
+
+
+def apply(base: BaseModel, override: BaseModel) -> Any:
+    """``base`` with the fields ``override`` sets laid over it: sections field by field, the
+    ``sysctl`` mapping key by key, everything else replaced."""
+    update = {}
+    for name in override.model_fields_set:
+        value = getattr(override, name)
+        current = getattr(base, name)
+        if isinstance(value, BaseModel) and isinstance(current, BaseModel):
+            value = apply(current, value)
+        elif isinstance(value, dict) and isinstance(current, dict):
+            value = {**current, **value}
+        update[name] = value
+    return base.model_copy(update=update)
+
+
+class Group(Strict):
+    match: tuple[Pattern, ...] = Field(..., min_length=1, description="fnmatch patterns on the host's name or test id")
+    node: NodeOverride = Field(  # type: ignore[valid-type]
+        NodeOverride(), description="node fields that differ for these hosts (any subset of `node`)")

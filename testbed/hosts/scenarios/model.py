@@ -1,0 +1,167 @@
+"""What a simulated GPU host *is*, as data: kernel, modules, GPUs, units, packages, files.
+
+The renderer (:mod:`testbed.hosts.rootfs`) derives what the host *shows* from it (``/proc``,
+``/dev``, the answers of ``nvidia-smi``, ``dkms``, ``systemctl`` ...).
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import uuid
+
+DRIVER = "580.95.05"
+OTHER_DRIVER = "580.82.07"
+KERNEL = "6.12.21.red80.x86_64"
+OLDER_KERNEL = "6.12.20.red80.x86_64"
+DEBIAN_KERNEL = "5.15.0-139-generic"
+H100 = "NVIDIA H100 80GB HBM3"
+H100_DEVICE_ID = "0x233010DE"
+H100_PCIE = "NVIDIA H100 PCIe"
+H100_PCIE_DEVICE_ID = "0x233110DE"
+#: PCI bus of each GPU on an HGX H100 8-GPU baseboard (index order).
+HGX_BUSES = ("18", "2A", "3A", "5D", "9A", "AB", "BA", "DB")
+BLACKLIST_NOUVEAU = (
+    "blacklist nouveau\nblacklist lbm-nouveau\noptions nouveau modeset=0\n"
+    "alias nouveau off\nalias lbm-nouveau off\n"
+)
+
+
+def stable_uuid(kind: str, *parts: object) -> str:
+    """Stable, realistic-looking UUIDs (same hardware in every scenario)."""
+    return f"{kind}-{uuid.uuid5(uuid.NAMESPACE_OID, '/'.join(map(str, parts)))}"
+
+
+@dataclasses.dataclass
+class Gpu:
+    """What ``nvidia-smi`` knows about one GPU."""
+    index: int
+    name: str = H100
+    device_id: str = H100_DEVICE_ID
+    persistence_mode: str = "Enabled"
+    mig_current: str = "Disabled"
+    mig_pending: str = "Disabled"
+    ecc: str = "Enabled"
+    retired_pages_pending: str = "[N/A]"       # H100 remaps rows instead of retiring pages
+    remapped_rows_pending: str = "No"
+    remapped_rows_failure: str = "No"
+    mig_devices: tuple[str, ...] = ()          # MIG profile of each instance, e.g. "1g.10gb"
+    memory_mib: int = 81559
+
+    @property
+    def bus(self) -> str:
+        return HGX_BUSES[self.index % len(HGX_BUSES)]
+
+    @property
+    def bus_id(self) -> str:
+        return f"00000000:{self.bus}:00.0"
+
+    @property
+    def uuid(self) -> str:
+        return stable_uuid("GPU", "h100", self.index)
+
+
+@dataclasses.dataclass
+class Module:
+    """One line of /proc/modules."""
+    name: str
+    size: int
+    refs: int = 0
+    deps: tuple[str, ...] = ()
+    taint: str = ""                            # e.g. "OE" for an out-of-tree unsigned module
+
+
+@dataclasses.dataclass
+class Unit:
+    """A systemd unit as ``systemctl show`` reports it."""
+    name: str
+    unit_file_state: str = "enabled"
+    active_state: str = "active"
+    sub_state: str = "running"
+    load_state: str = "loaded"
+
+
+@dataclasses.dataclass
+class DkmsEntry:
+    module: str
+    version: str
+    kernel: str | None = None                  # None: registered only ("added", "broken")
+    arch: str = "x86_64"
+    state: str = "installed"
+
+
+@dataclasses.dataclass
+class Dkms:
+    version: str = "3.0.11"                    # 3.x prints module/version, 2.x module, version
+    entries: list[DkmsEntry] = dataclasses.field(default_factory=list)
+    stderr: str = ""                           # warnings dkms prints on stderr
+
+
+@dataclasses.dataclass
+class Package:
+    name: str
+    version: str
+    release: str = ""
+    arch: str = "x86_64"
+
+
+@dataclasses.dataclass
+class Scenario:
+    """Everything the renderer needs to build one simulated host."""
+    name: str
+    description: str
+    hostname: str
+    os_release: str
+    kernel: str
+    cmdline: str
+    modules: list[Module]
+    driver_version: str | None                 # loaded driver (None: /proc/driver/nvidia absent)
+    driver_build: str                          # builder/date part of /proc/driver/nvidia/version
+    gcc_line: str
+    gpus: list[Gpu]
+    sig_enforce: str = "N"
+    lockdown: str | None = "[none] integrity confidentiality"
+    headers: str = "present"                   # present | dangling | absent
+    headers_dir: str = ""                      # where /lib/modules/<kver>/build points
+    dkms: Dkms | None = None
+    ld: str = "ok"                             # ok | not-executable | absent
+    ld_version: str = "GNU ld version 2.30-123.el8"
+    pid1: str = "systemd"
+    units: list[Unit] | None = None            # None: no systemctl on the host
+    processes: list[str] = dataclasses.field(default_factory=list)
+    package_format: str = "rpm"                # rpm | deb
+    packages: list[Package] = dataclasses.field(default_factory=list)
+    fabricmanager_version: str | None = DRIVER  # what nv-fabricmanager --version says
+    toolkit_version: str | None = "1.17.8"     # nvidia-ctk present with this version
+    # Where the container toolkit's binaries are: the distribution package's /usr/bin, or the GPU
+    # Operator's toolkit container's <toolkit.installDir>/toolkit (NVIDIA/gpu-operator
+    # deployments/gpu-operator/values.yaml: toolkit.installDir "/usr/local/nvidia"), off PATH.
+    toolkit_dir: str = "/usr/bin"
+    runtime_binary: bool = True                # <toolkit_dir>/nvidia-container-runtime present
+    containerd_version: str = "1.7.27"
+    containerd_config_version: int = 2
+    containerd_nvidia_runtime: bool = True
+    containerd_default_runtime: str = "nvidia"
+    containerd_dropin: bool = False            # config v3: nvidia-ctk's conf.d drop-in + imports
+    sysctls: dict[str, str] = dataclasses.field(default_factory=dict)
+    dmesg: list[str] = dataclasses.field(default_factory=list)
+    initramfs_tool: str | None = "lsinitrd"    # lsinitrd | lsinitramfs | None
+    initramfs_extra: list[str] = dataclasses.field(default_factory=list)
+    modprobe_files: dict[str, str] = dataclasses.field(default_factory=dict)
+    modinfo_nvidia: bool = True                # nvidia.ko on disk for the running kernel
+    cuda_version: str = "13.0"
+
+    @property
+    def runtime_path(self) -> str:
+        """nvidia-container-runtime's path, where containerd's `nvidia` runtime points."""
+        return f"{self.toolkit_dir}/nvidia-container-runtime"
+
+    @property
+    def loaded(self) -> set[str]:
+        return {m.name for m in self.modules}
+
+    def clone(self, name: str, description: str) -> "Scenario":
+        new = copy.deepcopy(self)
+        new.name, new.description = name, description
+        return new
+
+

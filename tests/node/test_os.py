@@ -1,0 +1,19 @@
+"""The host runs the distribution family the profile declares (its fixes and packages differ)."""
+import pytest
+
+from gpuconform.checks import check
+
+
+@check("node.os.family", "The host's OS family is the profile's",
+       fix="the host runs another distribution family than the profile declares: reinstall it, move it to "
+           "the right pool, or declare its family (node.os_family, or a group matching this host)",
+       evidence=["os_release"])
+def test_os_family(node, expected):
+    """/etc/os-release (ID, ID_LIKE) names the profile's `os_family` (rhel, debian or suse)."""
+    if expected.os_family == "any":
+        pytest.skip("the profile accepts any OS family (os_family: any)")
+    release = node.os_release
+    assert node.os_family == expected.os_family, (
+        f"the host runs {release.get('PRETTY_NAME') or release.get('ID') or 'an unnamed OS'} "
+        f"(ID={release.get('ID', '')}, ID_LIKE={release.get('ID_LIKE', '')}): family "
+        f"{node.os_family or 'unknown'}, expected {expected.os_family}")
