@@ -29,10 +29,11 @@ class ServerVersion(Strict):
 
 
 class Toleration(Strict):
-    key: str
-    operator: Literal["Exists", "Equal"] = "Exists"
-    value: str | None = None
-    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    key: str = Field(..., description="taint key the toleration matches")
+    operator: Literal["Exists", "Equal"] = Field("Exists", description="Exists: any value; Equal: `value`")
+    value: str | None = Field(None, description="taint value (operator Equal)")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        None, description="taint effect; null: any effect")
 
     def __str__(self) -> str:
         value = f"={self.value}" if self.operator == "Equal" else ""
@@ -95,7 +96,8 @@ class Workloads(Strict):
     image: str = Field("nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04",
                        description="CUDA vectoradd image (closed networks: the internal mirror)")
     image_pull_secrets: tuple[str, ...] = Field((), description="secrets in the run namespace for the image")
-    image_pull_policy: Literal["IfNotPresent", "Always", "Never"] = "IfNotPresent"
+    image_pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
+        "IfNotPresent", description="imagePullPolicy of the test pods")
 
 
 class MigReconfigure(Strict):
@@ -115,12 +117,12 @@ class ClusterTimeouts(Strict):
 
 
 class ClusterExpectations(Strict):
-    server_version: ServerVersion = ServerVersion()
-    gpu_operator: GpuOperator = GpuOperator()
-    kyverno: Kyverno = Kyverno()
-    gpu_workers: GpuWorkers = GpuWorkers()
-    workloads: Workloads = Workloads()
-    mig_reconfigure: MigReconfigure = MigReconfigure()
-    timeouts: ClusterTimeouts = ClusterTimeouts()
+    server_version: ServerVersion = Field(ServerVersion(), description="accepted Kubernetes versions")
+    gpu_operator: GpuOperator = Field(GpuOperator(), description="the NVIDIA GPU Operator and its ClusterPolicy")
+    kyverno: Kyverno = Field(Kyverno(), description="Kyverno policies that must leave the GPU Operator alone")
+    gpu_workers: GpuWorkers = Field(GpuWorkers(), description="the GPU worker nodes, their labels and MIG configs")
+    workloads: Workloads = Field(Workloads(), description="the test pods the cluster checks run")
+    mig_reconfigure: MigReconfigure = Field(MigReconfigure(), description="the disruptive MIG relabel check")
+    timeouts: ClusterTimeouts = Field(ClusterTimeouts(), description="deadlines of the cluster layer")
 
 

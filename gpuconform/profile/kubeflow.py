@@ -21,21 +21,21 @@ class KubeflowAccount(Strict):
 
 
 class KubeflowIngress(Strict):
-    name: str = "ingress-kubeflow"
-    namespace: str = "istio-system"
+    name: str = Field("ingress-kubeflow", description="name of the Ingress")
+    namespace: str = Field("istio-system", description="namespace of the Ingress")
     ingress_class: str | None = Field("nginx", description="spec.ingressClassName; null: not checked")
-    service: str = "istio-ingressgateway"
-    port: int = 80
+    service: str = Field("istio-ingressgateway", description="backend Service the Ingress must route to")
+    port: int = Field(80, description="backend Service port")
 
 
 class KubeflowIssuer(Strict):
-    kind: Literal["ClusterIssuer", "Issuer"] = "ClusterIssuer"
+    kind: Literal["ClusterIssuer", "Issuer"] = Field("ClusterIssuer", description="cert-manager issuer kind")
     name: str = Field("kubeflow-self-signing-issuer", description="cert-manager issuer Kubeflow installs")
     namespace: str | None = Field(None, description="namespace of an Issuer (not for a ClusterIssuer)")
 
 
 class KubeflowWebApp(Strict):
-    name: str
+    name: str = Field(..., description="the web app, as the report names it")
     path: str = Field(..., description="GET path; {namespace} becomes the user's profile namespace")
     keys: tuple[str, ...] = Field((), description="top-level JSON keys the answer must have")
     equals: dict[str, Any] = Field(default_factory=dict, description="top-level JSON values the answer must have")
@@ -58,14 +58,14 @@ class KubeflowExpectations(Strict):
                                                      "(an expired certificate fails)")
     production: bool = Field(True, description="true: the default user@example.com / 12341234 must be rejected")
     cookie_name: str = Field("oauth2_proxy_kubeflow", description="oauth2-proxy session cookie (cookie_name)")
-    account: KubeflowAccount = KubeflowAccount()
+    account: KubeflowAccount = Field(KubeflowAccount(), description="the user the checks log in as")
     second_account: KubeflowAccount | None = Field(
         None, description="another user: must get 403 on account's namespace (tenant isolation)")
     ingress: KubeflowIngress | None = Field(
         None, description="the Ingress in front of the istio gateway, declared when the platform has one (the "
                           "article's ingress-kubeflow: `ingress: {}`); null: none is checked (kubeflow/manifests' "
                           "example install has no Ingress, its gateway Service is ClusterIP)")
-    issuer: KubeflowIssuer = KubeflowIssuer()
+    issuer: KubeflowIssuer = Field(KubeflowIssuer(), description="the issuer of the endpoint's certificate")
     components: dict[str, tuple[str, ...]] = Field(
         default_factory=lambda: dict(catalogs.KUBEFLOW_110_COMPONENTS),
         description="namespace -> Deployments (statefulset/<name> for StatefulSets) that must be available")
@@ -73,6 +73,6 @@ class KubeflowExpectations(Strict):
     cluster_admin_subjects: tuple[str, ...] = Field(
         catalogs.KUBEFLOW_CLUSTER_ADMIN_SUBJECTS,
         description="the only subjects (Kind:name or Kind:namespace:name) bound to ClusterRole cluster-admin")
-    timeouts: KubeflowTimeouts = KubeflowTimeouts()
+    timeouts: KubeflowTimeouts = Field(KubeflowTimeouts(), description="deadlines of the kubeflow layer")
 
 

@@ -131,8 +131,22 @@ def _partial(model: type[Strict]) -> type[Strict]:
         kind = info.annotation
         if isinstance(kind, type) and issubclass(kind, Strict):
             kind = _partial(kind)
+        elif info.metadata:  # constraints (pattern, ge ...) pydantic took out of the annotation
+            kind = Annotated[(kind, *info.metadata)]
         fields[name] = (kind | None, Field(None, description=info.description))
-    return create_model(f"{model.__name__}Override", __base__=Strict, __doc__=model.__doc__, **fields)
+    validators = {f"_{name}": field_validator(*dec.info.fields, mode=dec.info.mode)(_unless_none(dec.func))
+                  for name, dec in model.__pydantic_decorators__.field_validators.items()}
+    partial = create_model(f"{model.__name__}Override", __base__=Strict, __doc__=model.__doc__,
+                           __validators__=validators, **fields)
+    partial.partial_of = model  # the reference shows the full section once, not again per group
+    return partial
+
+
+def _unless_none(check):
+    """A section's field validator for its override: None means "not overridden"."""
+    def validate(cls, value):
+        return value if value is None else check(value)  # check: bound to its section
+    return classmethod(validate)
 
 
 NodeOverride = _partial(NodeExpectations)

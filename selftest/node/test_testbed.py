@@ -73,7 +73,7 @@ GOOD_PROBE = {
     "fm_packages": (0, [r"^nvidia-fabric-manager 580\.95\.05$"]),
     "fm_version": (0, [r"580\.95\.05"]),
     "nvidia_ctk": (0, [r"^NVIDIA Container Toolkit CLI version 1\.17\.8$", r"^commit: [0-9a-f]{40}$"]),
-    "runtime_binary": (0, [r"^executable=yes$"]),
+    "runtime_binary": (0, [r"^/usr/bin/nvidia-container-runtime: executable$"]),
     "containerd_dump": (0, [r"^version = 2$", r'^\s+default_runtime_name = "nvidia"$',
                             r'^\s+\[plugins\."io\.containerd\.grpc\.v1\.cri"\.containerd\.runtimes\.nvidia\]$',
                             r'^\s+runtime_type = "io\.containerd\.runc\.v2"$',
@@ -85,11 +85,11 @@ GOOD_PROBE = {
 
 
 def test_probe_over_ssh_reads_the_good_host(ssh_nodes):
-    script = probe.build_script(("net.core.bpf_jit_harden",))
+    script = probe.build_script(probe.ProbeInputs(sysctls=("net.core.bpf_jit_harden",)))
     out = ssh(ssh_nodes, "gpu-good", script)
     assert out.returncode == 0, out.stderr
     sections = probe.parse(out.stdout)
-    every = [name for name, _ in probe._steps(())]
+    every = [step.name for step in probe.STEPS]
     assert sorted(sections) == sorted(every), f"sections missing: {set(every) - set(sections)}"
     wrong = []
     for name, (rc, patterns) in GOOD_PROBE.items():

@@ -30,8 +30,24 @@ def test_list_with_mig_devices():
             "  MIG 1g.10gb     Device  1: (UUID: MIG-9d14fb21-4ae1-546f-a636-011582899c39)\n"
             "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-0000-0000-000000000000)\n")
     gpus = nvidia_smi.parse_list(text)
-    assert [g["index"] for g in gpus] == [0, 1]
-    assert [m["profile"] for m in gpus[0]["mig"]] == ["3g.40gb", "1g.10gb"] and gpus[1]["mig"] == []
+    assert [g.index for g in gpus] == [0, 1]
+    assert [m.profile for m in gpus[0].mig] == ["3g.40gb", "1g.10gb"] and gpus[1].mig == ()
+    # read by key as well, the way the report and the cluster layer read it
+    assert gpus[0]["mig"][1]["uuid"] == "MIG-9d14fb21-4ae1-546f-a636-011582899c39"
+
+
+def test_typed_gpu_rows():
+    text = ("0, NVIDIA H200, GPU-0f1e, 00000000:18:00.0, 0x233510DE, 580.159.04, Enabled, [N/A], [N/A], Enabled\n"
+            "1, NVIDIA H200, GPU-0f1f, 00000000:2A:00.0, 0x233510DE, 580.159.04, Disabled, Enabled, Disabled, Enabled\n")
+    rows = nvidia_smi.parse_gpus(text)
+    assert [(r.index, r.mig_mode_current, r.mig_mode_pending, r.persistence_mode) for r in rows] == [
+        (0, None, None, "Enabled"), (1, "Enabled", "Disabled", "Disabled")]
+    assert rows[1]["pci.bus_id"] == "00000000:2A:00.0" and rows[0].get("no.such.field", "-") == "-"
+
+
+def test_typed_gpu_rows_need_a_numeric_index():
+    with pytest.raises(ValueError, match="GPU index"):
+        nvidia_smi.parse_health("[N/A], No, No, No")
 
 
 @pytest.mark.parametrize("text, version, flavour", [
@@ -41,7 +57,7 @@ def test_list_with_mig_devices():
 ])
 def test_proc_version(text, version, flavour):
     info = nvidia_smi.parse_proc_version(text)
-    assert (info["version"], info["flavour"]) == (version, flavour)
+    assert (info.version, info.flavour) == (version, flavour)
 
 
 def test_proc_version_garbage():

@@ -11,6 +11,7 @@ import pytest
 
 from gpuconform.node import probe
 from gpuconform.node.facts import CannotTell, NodeFacts
+from gpuconform.parsers import nvidia_smi
 
 H200 = (Path(__file__).parent / "fixtures" / "h200-probe.txt").read_text()
 
@@ -21,13 +22,37 @@ def h200():
 
 
 def test_every_section_comes_back_with_its_exit_code():
-    out = subprocess.run(probe.build_script(("net.core.somaxconn",), 5), shell=True,
+    out = subprocess.run(probe.build_script(probe.ProbeInputs(sysctls=("net.core.somaxconn",)), 5), shell=True,
                          capture_output=True, text=True, timeout=60).stdout
     sections = probe.parse(out)
-    names = [name for name, _ in probe._steps(())]
-    assert sorted(sections) == sorted(names)
+    assert sorted(sections) == sorted(step.name for step in probe.STEPS)
     assert all(s.rc is not None for s in sections.values())
     assert sections["sysctl"].out.startswith("net.core.somaxconn=")
+
+
+def test_the_probe_looks_at_the_runtime_binaries_it_is_given(tmp_path):
+    """The runtime binary is looked at where the profile says (the GPU Operator's toolkit puts it
+    under /usr/local/nvidia/toolkit), not at a path written into the probe."""
+    toolkit = tmp_path / "usr/local/nvidia/toolkit"
+    toolkit.mkdir(parents=True)
+    (toolkit / "nvidia-container-runtime").write_text("#!/bin/sh\n")
+    (toolkit / "nvidia-container-runtime").chmod(0o755)
+    (toolkit / "nvidia-ctk").write_text("not executable\n")
+    inputs = probe.ProbeInputs(runtime_binaries=(f"{toolkit}/nvidia-container-runtime", f"{toolkit}/nvidia-ctk",
+                                                 f"{tmp_path}/usr/bin/nvidia-container-runtime"))
+    out = subprocess.run(probe.build_script(inputs, 5), shell=True, capture_output=True, text=True, timeout=60).stdout
+    facts = NodeFacts("local", probe.parse(out))
+    found = facts.runtime_binary(f"{toolkit}/nvidia-container-runtime")
+    assert (found.exists, found.executable) == (True, True)
+    assert facts.runtime_binary(f"{toolkit}/nvidia-ctk").executable is False
+    assert facts.runtime_binary(f"{tmp_path}/usr/bin/nvidia-container-runtime").exists is False
+    with pytest.raises(CannotTell, match="did not look at /usr/bin/nvidia-container-runtime"):
+        facts.runtime_binary("/usr/bin/nvidia-container-runtime")
+    assert f"$ {probe.BY_NAME['runtime_binary'].shown}   [exit 0]" in facts.evidence("runtime_binary")
+
+
+def test_every_step_is_shown_as_a_command():
+    assert len(probe.BY_NAME) == len(probe.STEPS) and all(step.shown.strip() for step in probe.STEPS)
 
 
 def test_stderr_is_kept_apart_from_stdout():
@@ -67,7 +92,7 @@ def test_watchdog_ends_the_probe_on_the_host(tmp_path):
     token = "watchdog-selftest-" + os.urandom(4).hex()
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(probe.build_script((), 60, deadline_s=3, token=token), shell=True,
+        proc = subprocess.run(probe.build_script(probe.ProbeInputs(), 60, deadline_s=3, token=token), shell=True,
                               capture_output=True, text=True, timeout=30,
                               env={**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"})
     finally:
@@ -115,17 +140,16 @@ def test_probe_leaves_no_orphan_or_zombie():
 def test_real_h200_identity(h200):
     assert h200.kernel_release == "6.18.44-fc-v657-gpu" and h200.os_family == "debian"
     assert {"nvidia", "nvidia_uvm"} <= set(h200.modules)
-    assert h200.driver_proc_version == {"version": "580.159.04", "flavour": "open",
-                                        "line": h200.driver_proc_version["line"]}
-    assert [(g["name"], g["pci.device_id"], g["persistence_mode"], g["mig.mode.pending"]) for g in h200.gpus] == [
+    assert (h200.driver_proc_version.version, h200.driver_proc_version.flavour) == ("580.159.04", "open")
+    assert [(g.name, g.pci_device_id, g.persistence_mode, g.mig_mode_pending) for g in h200.gpus] == [
         ("NVIDIA H200", "0x233510DE", "Enabled", "Disabled")]
     assert h200.char_devices == {"nvidia0", "nvidiactl", "nvidia-uvm"}
 
 
 def test_real_h200_security_facts(h200):
     assert h200.sig_enforce is True and h200.lockdown == "none"
-    assert h200.headers == ("absent", "/lib/modules/6.18.44-fc-v657-gpu/build")
-    assert h200.ld["runs"] and h200.ld["real"].endswith("ld.bfd")
+    assert (h200.headers.state, h200.headers.path) == ("absent", "/lib/modules/6.18.44-fc-v657-gpu/build")
+    assert h200.ld.runs and h200.ld.real.endswith("ld.bfd")
 
 
 def test_real_h200_missing_tools_are_told_not_guessed(h200):
@@ -137,8 +161,8 @@ def test_real_h200_missing_tools_are_told_not_guessed(h200):
     with pytest.raises(CannotTell, match="neither lsinitrd nor lsinitramfs"):
         h200.initramfs_nouveau
     assert "nvidia-persistenced" not in h200.processes
-    assert h200.gpu_health == [{"index": "0", "retired_pages.pending": None,
-                                "remapped_rows.pending": "No", "remapped_rows.failure": "No"}]
+    assert h200.gpu_health == [nvidia_smi.GpuHealth(index=0, retired_pages_pending=None,
+                                                    remapped_rows_pending="No", remapped_rows_failure="No")]
 
 
 def test_evidence_names_the_command_and_exit(h200):

@@ -29,6 +29,30 @@ def test_groups_override_defaults_per_host(tmp_path):
     assert lp.node_for("gpu-3").gpu.product == "NVIDIA H100 80GB HBM3"
 
 
+def test_groups_are_validated_once_and_laid_over_the_node_section(tmp_path):
+    """A group sets only what differs (a typed partial section): the rest is the node section's, a
+    sysctl rule is added key by key; resolving a host validates nothing again."""
+    lp = profile.load(write(tmp_path, GOOD + "  - match: [gpu-mig-2]\n    node: {sysctl: {vm.swappiness: {max: 10}}}\n"
+                                             "  - match: ['gpu-tk-*']\n    node: {container_runtime: "
+                                             "{runtime_binary: /usr/local/nvidia/toolkit/nvidia-container-runtime}}\n"))
+    assert isinstance(lp.profile.node, profile.NodeExpectations)
+    assert lp.profile.groups[0].node.model_fields_set == {"mig", "gpu"}
+    tk = lp.node_for("gpu-tk-1").container_runtime
+    assert (tk.runtime_binary, tk.engine, tk.nvidia_default) == (
+        "/usr/local/nvidia/toolkit/nvidia-container-runtime", "containerd", True)
+    inputs = lp.probe_inputs()
+    assert inputs.runtime_binaries == ("/usr/bin/nvidia-container-runtime",
+                                       "/usr/local/nvidia/toolkit/nvidia-container-runtime")
+    assert lp.node_for("gpu-mig-2").sysctl["vm.swappiness"].max == 10 and lp.sysctl_keys() == ("vm.swappiness",)
+    assert inputs.units == ("nvidia-persistenced.service", "nvidia-fabricmanager.service", "containerd.service")
+
+
+def test_every_field_has_a_description():
+    from gpuconform.profile import reference
+    missing = [row.path for row in reference.rows(profile.Profile) if not row.description]
+    assert not missing, f"profile fields without a description: {missing}"
+
+
 @pytest.mark.parametrize("mutation, message", [
     (("580.95.05", "'580.95'"), None),
     (("580.95.05", "580.95"), 'node.driver.version: Value error, a driver version in quotes, like "580.95"'),
@@ -37,6 +61,11 @@ def test_groups_override_defaults_per_host(tmp_path):
     (("count: 4", "count: many"), "groups.0.node.gpu.count: Input should be a valid integer"),
     (("mode: enabled", "mode: sometimes"), "groups.0.node.mig.mode: Input should be 'enabled', 'disabled' or 'any'"),
     (("name: t", "name: t\nbogus: 1"), "bogus: Extra inputs are not permitted"),
+    (("mode: enabled", "mode: enabled, bogus: 1"), "groups.0.node.mig.bogus: Extra inputs are not permitted, got 1"),
+    (("{mig: {mode: enabled}", "{container_runtime: {runtime_binary: usr/bin/x}, mig: {mode: enabled}"),
+     "groups.0.node.container_runtime.runtime_binary: String should match pattern"),
+    (("gpu: {count: 4}", "gpu: {count: 4}, driver: {version: '580'}"),
+     "groups.0.node.driver.version: Value error, a driver version like 580.95.05, got '580'"),
 ])
 def test_errors_name_the_field(tmp_path, mutation, message):
     path = write(tmp_path, GOOD.replace(*mutation))

@@ -1,0 +1,54 @@
+"""``python -m gpuconform`` (also the ``gpuconform`` command): tools around the suite.
+
+    gpuconform profile --explain [PROFILE]   every profile field: type, default, description
+                                             (and what PROFILE sets, after validating it)
+    gpuconform profile --markdown            the same as docs/profile-reference.md
+
+The checks themselves run under pytest (``pytest -m node --profile=...``). Bad input is one line
+on stderr and exit code 4, as for the suite.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpuconform import profile as profile_mod
+from gpuconform.profile import reference
+
+EXIT_BAD_INPUT = 4
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line and exit 4, as the suite's bad input
+        print(f"ERROR: {self.prog}: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="gpuconform", description="Tools around the gpuconform suite (checks run under pytest).")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    prof = commands.add_parser("profile", help="the platform profile: its fields, or one profile explained")
+    what = prof.add_mutually_exclusive_group(required=True)
+    what.add_argument("--explain", action="store_true", help="every field with its type, default and description")
+    what.add_argument("--markdown", action="store_true", help="the reference as Markdown (docs/profile-reference.md)")
+    prof.add_argument("path", nargs="?", metavar="PROFILE", help="a profile to validate and show beside the defaults")
+    args = parser.parse_args(argv)
+
+    loaded = None
+    if args.path is not None:
+        try:
+            loaded = profile_mod.load(args.path)
+        except profile_mod.ProfileError as exc:
+            print(f"ERROR: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+    if args.markdown:
+        sys.stdout.write(reference.markdown(profile_mod.Profile))
+    else:
+        if loaded is not None:
+            print(f"# {loaded.path}: profile {loaded.name} (valid)\n")
+        sys.stdout.write(reference.explain(profile_mod.Profile, loaded.profile if loaded else None))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
