@@ -35,7 +35,8 @@ import yaml  # noqa: E402
 
 from testbed.cluster.controlplane import ControlPlane  # noqa: E402
 from testbed.cluster.kube import client_for  # noqa: E402
-from testbed.cluster.platform import GpuWorker, Platform, published_node  # noqa: E402
+from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
+from testbed.cluster.platform import Platform  # noqa: E402
 from testbed.cluster.waiting import wait_for  # noqa: E402
 
 LAYOUTS = (("1g", "all-1g.10gb"), ("bal", "all-balanced"), ("dis", "all-disabled"))

@@ -10,10 +10,10 @@ import yaml
 from kubernetes import client
 
 from testbed.cluster import migparted
-from testbed.cluster.devicesim import echo_text, gpu_requests, node_devices, smi_lines
+from testbed.cluster.devices import echo_text, gpu_requests, node_devices, smi_lines
 from testbed.cluster.hardware import H100_SXM5_80GB, H200_141GB, fits
 from testbed.cluster.nodeagent import ANN_GPUS, gfd_labels, plugin_resources
-from testbed.cluster.platform import GpuWorker, simulated_gpus
+from testbed.cluster.nodes import GpuWorker, simulated_gpus
 from testbed.gpuoperator.binaries import module_dir
 
 MIG_LINE = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[0-9a-f-]+)\)$")

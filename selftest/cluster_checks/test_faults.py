@@ -103,7 +103,7 @@ def test_gpu_visible_without_request_fails_isolation(platform, run_cluster):
     ``isolation: leak``, as with NVIDIA_VISIBLE_DEVICES=all and nvidia the default runtime)."""
     from kubernetes import client
 
-    from testbed.cluster.devicesim import SCENARIO_CONFIGMAP
+    from testbed.cluster.devices import SCENARIO_CONFIGMAP
     ns, name = SCENARIO_CONFIGMAP
     client.CoreV1Api(platform.api).create_namespaced_config_map(
         ns, {"metadata": {"name": name}, "data": {"isolation": "leak"}})

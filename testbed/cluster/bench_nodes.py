@@ -17,7 +17,7 @@ from kubernetes import client  # noqa: E402
 
 from testbed.cluster.controlplane import REPO, ControlPlane  # noqa: E402
 from testbed.cluster.kube import client_for  # noqa: E402
-from testbed.cluster.platform import GpuWorker, published_node  # noqa: E402
+from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
 from testbed.cluster.waiting import wait_for  # noqa: E402
 
 CONFIGS = ("all-1g.10gb", "all-balanced", "all-disabled")

@@ -20,138 +20,21 @@ Run: ``python -m testbed.cluster.devicesim --kubeconfig K --log-dir D`` (the con
 from __future__ import annotations
 
 import argparse
-import datetime
 import logging
-import re
 import sys
 import threading
-import uuid
 from pathlib import Path
 
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from testbed.cluster import informer
-from testbed.cluster.hardware import GPUS
-from testbed.cluster.nodeagent import hardware, resource_name
+from testbed.cluster.devices import (ANN_CUDA, ANN_DEVICES, ANN_OUTCOME, ANN_SIMULATE, KWOK_NODE_ANNOTATION,
+                                     SCENARIO_CONFIGMAP, VECTORADD_BUSY, VECTORADD_OK, Device, cri_log, echo_text,
+                                     gpu_requests, node_devices, smi_lines)
 from testbed.cluster.waiting import GiveUp, wait_for
 
-RESOURCE_GPU, RESOURCE_MIG_PREFIX = "nvidia.com/gpu", "nvidia.com/mig-"
-ANN = "testbed.gpuconform.io/"
-ANN_DEVICES = ANN + "devices"
-ANN_OUTCOME = ANN + "outcome"
-ANN_SIMULATE = ANN + "simulate"
-ANN_CUDA = ANN + "cuda"
-SCENARIO_CONFIGMAP = ("kube-system", "gpuconform-testbed-scenario")
-KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
-UUID_NAMESPACE = uuid.UUID("6a1f3a52-3c55-4a0b-9a53-7e1f0c5f6d1e")
-
-VECTORADD_OK = [
-    "[Vector addition of 50000 elements]",
-    "Copy input data from the host memory to the CUDA device",
-    "CUDA kernel launch with 196 blocks of 256 threads",
-    "Copy output data from the CUDA device to the host memory",
-    "Test PASSED",
-    "Done",
-]
-VECTORADD_BUSY = [
-    "[Vector addition of 50000 elements]",
-    "Failed to allocate device vector A (error code CUDA-capable device(s) is/are busy or unavailable)!",
-]
-
 log = logging.getLogger("devicesim")
-
-
-def device_uuid(prefix: str, *parts: object) -> str:
-    return f"{prefix}-{uuid.uuid5(UUID_NAMESPACE, '/'.join(map(str, parts)))}"
-
-
-class Device:
-    """One allocatable device: a whole GPU or a MIG device on a GPU."""
-
-    def __init__(self, resource: str, node: str, gpu_index: int, gpu_name: str,
-                 mig_profile: str | None = None, mig_index: int | None = None):
-        self.resource = resource
-        self.gpu_name = gpu_name
-        self.gpu_uuid = device_uuid("GPU", node, gpu_index)
-        self.mig_profile = mig_profile
-        self.uuid = device_uuid("MIG", node, gpu_index, mig_index) if mig_profile else self.gpu_uuid
-
-
-def node_devices(node: client.V1Node) -> list[Device]:
-    """Devices of a node, from its simulated GPUs (the MIG layout the node agent's MIG manager
-    applied), limited to what the node's allocatable advertises (so a node whose allocatable
-    disagrees hands out what it advertises). MIG devices of a GPU are listed largest first, as
-    ``nvidia-smi -L`` lists them (formats.md 3.6)."""
-    hw = hardware(node)
-    if hw is None:
-        return []
-    name, gpu = node.metadata.name, GPUS[hw["product"]]
-    devices: list[Device] = []
-    for g, layout in enumerate(hw["layout"]):
-        if layout is None:
-            devices.append(Device(RESOURCE_GPU, name, g, gpu.smi_name))
-            continue
-        profiles = sorted((p for p, n in layout.items() for _ in range(n)),
-                          key=lambda p: -gpu.profile(p).size)
-        for i, profile in enumerate(profiles):
-            devices.append(Device(resource_name(profile), name, g, gpu.smi_name, profile, i))
-    allocatable = (node.status.allocatable or {}) if node.status else {}
-    limited, seen = [], {}
-    for d in devices:
-        seen[d.resource] = seen.get(d.resource, 0) + 1
-        if seen[d.resource] <= int(str(allocatable.get(d.resource, "0"))):
-            limited.append(d)
-    return limited
-
-
-def _gpu_asked(container) -> dict[str, int]:
-    res = container.resources
-    asked = dict((res.limits or {}) if res else {})
-    for k, v in ((res.requests or {}) if res else {}).items():
-        asked.setdefault(k, v)
-    return {k: int(str(v)) for k, v in asked.items() if k == RESOURCE_GPU or k.startswith(RESOURCE_MIG_PREFIX)}
-
-
-def gpu_requests(pod: client.V1Pod) -> dict[str, int]:
-    """GPU/MIG extended resources the pod asks for (limits; requests must equal them): the sum
-    over its containers, or an init container's ask where larger (the pod's effective request,
-    as the scheduler computes it -- kubernetes pkg/api/v1/resource/helpers.go PodRequests: the
-    max of the init containers' and the sum of the containers'; the device plugin validator asks
-    in its init container)."""
-    total: dict[str, int] = {}
-    for c in pod.spec.containers or []:
-        for k, v in _gpu_asked(c).items():
-            total[k] = total.get(k, 0) + v
-    for c in pod.spec.init_containers or []:
-        for k, v in _gpu_asked(c).items():
-            total[k] = max(total.get(k, 0), v)
-    return {k: v for k, v in total.items() if v > 0}
-
-
-def smi_lines(devices: list[Device]) -> list[str]:
-    """``nvidia-smi -L`` inside the container: the visible devices, renumbered from 0."""
-    lines, gpus = [], {}
-    for d in devices:
-        gpus.setdefault(d.gpu_uuid, (d.gpu_name, []))[1].append(d)
-    for idx, (gpu_uuid, (gpu_name, devs)) in enumerate(gpus.items()):
-        lines.append(f"GPU {idx}: {gpu_name} (UUID: {gpu_uuid})")
-        for j, d in enumerate(x for x in devs if x.mig_profile):
-            lines.append(f"  MIG {d.mig_profile:<12}Device {j:>2}: (UUID: {d.uuid})")
-    return lines
-
-
-def echo_text(pod: client.V1Pod) -> str | None:
-    c = (pod.spec.containers or [None])[0]
-    words = list((c.command or []) + (c.args or [])) if c else []
-    if words and words[-1].strip().startswith("echo "):
-        return re.split(r";|&&|\|\|", words[-1].strip()[5:], maxsplit=1)[0].strip().strip("'\"")
-    return None
-
-
-def cri_log(lines: list[str]) -> str:
-    ts = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return "".join(f"{ts} stdout F {line}\n" for line in lines)
 
 
 class DeviceSim:

@@ -37,7 +37,7 @@ from typing import Callable
 
 from kubernetes import client
 
-from testbed.cluster.devicesim import ANN_SIMULATE, SCENARIO_CONFIGMAP
+from testbed.cluster.devices import ANN_SIMULATE, SCENARIO_CONFIGMAP
 from testbed.cluster.kube import ignore_not_found
 from testbed.cluster.nodeagent import ANN_BROKEN, ANN_GPUS, ANN_IN_USE, ANN_LOST, APP_MIG, APP_VALIDATOR
 from testbed.cluster.platform import NAMESPACE, Platform
