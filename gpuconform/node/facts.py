@@ -183,25 +183,22 @@ class NodeFacts:
     def smi(self) -> probe.Section:
         return self.section("smi_gpus")
 
+    def _query(self, sec: probe.Section, what: str, parse):
+        """A ``nvidia-smi --query-gpu`` section's rows; CannotTell when it failed or cannot be read."""
+        if not sec.ok:
+            raise CannotTell(f"{what} {_failed(sec, sec.out)}")
+        try:
+            return parse(sec.out)
+        except ValueError as exc:
+            raise CannotTell(f"{what} printed what cannot be read: {exc}") from None
+
     @cached_property
     def gpus(self) -> list[nvidia_smi.GpuRow]:
-        sec = self.smi
-        if not sec.ok:
-            raise CannotTell(f"nvidia-smi {_failed(sec, sec.out)}")
-        try:
-            return nvidia_smi.parse_gpus(sec.out)
-        except ValueError as exc:
-            raise CannotTell(f"nvidia-smi printed what cannot be read: {exc}") from None
+        return self._query(self.smi, "nvidia-smi", nvidia_smi.parse_gpus)
 
     @cached_property
     def gpu_health(self) -> list[nvidia_smi.GpuHealth]:
-        sec = self.section("smi_health")
-        if not sec.ok:
-            raise CannotTell(f"nvidia-smi health query {_failed(sec, sec.out)}")
-        try:
-            return nvidia_smi.parse_health(sec.out)
-        except ValueError as exc:
-            raise CannotTell(f"nvidia-smi health query printed what cannot be read: {exc}") from None
+        return self._query(self.section("smi_health"), "nvidia-smi health query", nvidia_smi.parse_health)
 
     @cached_property
     def gpu_list(self) -> list[nvidia_smi.ListedGpu]:
