@@ -2,6 +2,17 @@
 that use them as defaults."""
 from __future__ import annotations
 
+#: The article's GPU Operator Helm values, by ClusterPolicy spec path: the driver is installed on
+#: the hosts (DKMS), no vGPU/VFIO/sandbox operands, MIG strategy mixed.
+ARTICLE_CLUSTER_POLICY: dict[str, object] = {
+    "driver.enabled": False, "vgpuDeviceManager.enabled": False, "vfioManager.enabled": False,
+    "sandboxDevicePlugin.enabled": False, "mig.strategy": "mixed",
+}
+
+#: Operand DaemonSets the GPU Operator runs on every GPU worker with those values.
+GPU_OPERATOR_OPERANDS = ("gpu-feature-discovery", "nvidia-container-toolkit-daemonset", "nvidia-dcgm-exporter",
+                         "nvidia-device-plugin-daemonset", "nvidia-mig-manager", "nvidia-operator-validator")
+
 #: Deployments (or ``statefulset/<name>``) of a Kubeflow 1.10 install, by namespace: what
 #: kubeflow/manifests v1.10.2 ``example/kustomization.yaml`` deploys (oauth2-proxy + dex, istio,
 #: cert-manager, knative serving, KServe, the Spark operator). Since v1.10.1 the example also

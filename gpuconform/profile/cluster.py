@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from gpuconform.profile import catalogs
 from gpuconform.profile._base import Pattern, Strict
 
 
@@ -47,9 +48,7 @@ class GpuOperator(Strict):
     namespace: str = Field("gpu-operator", description="namespace the GPU Operator runs in")
     cluster_policy: str = Field("cluster-policy", description="name of the ClusterPolicy (the Helm chart's)")
     spec: dict[str, Any] = Field(
-        default_factory=lambda: {"driver.enabled": False, "vgpuDeviceManager.enabled": False,
-                                 "vfioManager.enabled": False, "sandboxDevicePlugin.enabled": False,
-                                 "mig.strategy": "mixed"},
+        default_factory=lambda: dict(catalogs.ARTICLE_CLUSTER_POLICY),
         description="ClusterPolicy spec values, by dotted path (the article's Helm values), compared with what "
                     "the operator acts on: an unset value counts as the operator's default "
                     "(gpuconform/cluster/operator.py OPERATOR_DEFAULTS)")
@@ -59,9 +58,7 @@ class GpuOperator(Strict):
     tolerations: tuple[Toleration, ...] = Field(
         (GPU_TOLERATION,), description="tolerations every operand needs (spec.daemonsets.tolerations)")
     operands: tuple[str, ...] = Field(
-        ("gpu-feature-discovery", "nvidia-container-toolkit-daemonset", "nvidia-dcgm-exporter",
-         "nvidia-device-plugin-daemonset", "nvidia-mig-manager", "nvidia-operator-validator"),
-        description="operand DaemonSets that must be available on every GPU worker")
+        catalogs.GPU_OPERATOR_OPERANDS, description="operand DaemonSets that must be available on every GPU worker")
 
 
 class Kyverno(Strict):
