@@ -180,6 +180,19 @@ class Timeouts(_Strict):
     ssh_connect_s: int = Field(10, gt=0)
 
 
+# ==== k8s-node:// hosts (node checks through probe pods, gpuconform/node/k8s_node.py) ==== BEGIN
+class K8sNodeProbes(_Strict):
+    """How ``k8s-node://`` hosts are probed: one short-lived privileged pod per node."""
+    image: str = Field("docker.io/library/busybox:1.37.0",
+                       description="image of the probe pods; only its `chroot` runs (closed networks: "
+                                   "the internal mirror of any image with a chroot binary)")
+    image_pull_policy: Literal["IfNotPresent", "Always", "Never"] = "IfNotPresent"
+    start_s: float = Field(120, gt=0, description="a probe pod from creation until it runs (scheduling, "
+                                                  "image pull); timeouts.probe_s then bounds the probe")
+    parallel: int = Field(32, gt=0, le=256, description="API requests in flight at once (pod creates, log reads)")
+# ==== k8s-node:// hosts ==== END
+
+
 # -- cluster layer (tests/cluster) ----------------------------------------------------------------
 def _minor(v: str) -> tuple[int, int]:
     parts = v.lstrip("v").split(".")
@@ -409,6 +422,7 @@ class Profile(_Strict):
     node: dict[str, Any] | None = None
     groups: tuple[Group, ...] = ()
     timeouts: Timeouts = Timeouts()
+    k8s_node: K8sNodeProbes = K8sNodeProbes()  # k8s-node:// hosts (block above)
     cluster: ClusterExpectations = ClusterExpectations()
     kubeflow: KubeflowExpectations = KubeflowExpectations()
 
