@@ -33,6 +33,7 @@ from kubernetes.client.rest import ApiException
 
 from testbed.cluster import informer
 from testbed.cluster.hardware import GPUS
+from testbed.cluster.hostexec import runs_in_host_root
 from testbed.cluster.nodeagent import hardware, resource_name
 from testbed.cluster.waiting import GiveUp, wait_for
 
@@ -190,6 +191,8 @@ class DeviceSim:
         node = self.core.read_node(pod.spec.node_name)
         if (node.metadata.annotations or {}).get(KWOK_NODE_ANNOTATION) != "fake":
             return
+        if runs_in_host_root(pod, node):
+            return  # a pod with the node's / mounted, on a node backed by a host root: hostexec.py runs it
         if not wanted and not runs_to_completion:
             self.serve_plain_log(pod)  # a service pod (DaemonSet, Deployment): its log only
             return
