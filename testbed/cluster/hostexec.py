@@ -76,9 +76,18 @@ def host_root_mount(pod: client.V1Pod):
     return None
 
 
-def runs_in_host_root(pod: client.V1Pod, node: client.V1Node) -> bool:
-    """Whether this process, not the device simulator, runs ``pod``."""
-    return bool((node.metadata.annotations or {}).get(ANN_HOST_ROOT)) and host_root_mount(pod) is not None
+def runs_in_host_root(pod: client.V1Pod, node: client.V1Node | str | None) -> bool:
+    """Whether this process, not the device simulator, runs ``pod``: a run-to-completion pod
+    mounting the node's / on a backed node (``node``: the Node, or the scenario backing it).
+    Long-running pods that mount / (the GPU Operator's operands) stay the simulators'."""
+    backed = node if isinstance(node, str) or node is None else (node.metadata.annotations or {}).get(ANN_HOST_ROOT)
+    return bool(backed) and pod.spec.restart_policy == "Never" and host_root_mount(pod) is not None
+
+
+def _started(pod: client.V1Pod) -> bool:
+    """kwok reported the container started (its image pulled): only then does its command run."""
+    return any(cs.state is not None and cs.state.running is not None
+               for cs in (pod.status.container_statuses or [] if pod.status else []))
 
 
 class HostExec:
@@ -136,10 +145,9 @@ class HostExec:
             self.handled.discard(uid)
             return
         node = pod.spec.node_name
-        if (not node or node not in self.backing or uid in self.handled or pod.metadata.deletion_timestamp
-                or ANN_OUTCOME in (pod.metadata.annotations or {})
+        if (uid in self.handled or pod.metadata.deletion_timestamp or ANN_OUTCOME in (pod.metadata.annotations or {})
                 or (pod.status and pod.status.phase in ("Succeeded", "Failed"))
-                or host_root_mount(pod) is None or pod.spec.restart_policy != "Never"):
+                or not runs_in_host_root(pod, self.backing.get(node or "")) or not _started(pod)):
             return
         self.handled.add(uid)
         self.pool.submit(self.execute, pod, self.backing[node])
