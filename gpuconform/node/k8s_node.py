@@ -362,6 +362,7 @@ class ProbePods:
         by_name = {p.name: p for p in batch}
         seen_rv: dict[str, str] = {}
         last: dict[str, dict] = {}
+        swept = [0.0]  # when the deadlines were last looked at (at most twice a second: O(pods) each)
 
         def evaluate(objects: dict[str, dict]) -> bool:
             now = time.monotonic()
@@ -382,6 +383,9 @@ class ProbePods:
                 hopeless = pod_states.waiting(obj, HOPELESS)
                 if hopeless:
                     self._problem(pod, f"cannot start: {pod_states.describe_pod(obj)}")
+            if now - swept[0] < 0.5:
+                return all(p.settled for p in batch)
+            swept[0] = now
             for pod in batch:
                 if pod.settled or pod.created is None:
                     continue
@@ -401,7 +405,7 @@ class ProbePods:
                         query={"labelSelector": ",".join(f"{k}={v}" for k, v in labels.items())},
                         condition=evaluate, describe=lambda objs: f"{sum(not p.settled for p in batch)} "
                                                                   f"of {len(batch)} probe pods unfinished",
-                        recheck_s=1.0)
+                        recheck_s=max(1.0, min(s.start_s, s.probe_s) / 10))  # deadlines: at most 10% late
         except WaitTimeout as exc:
             for pod in batch:
                 if not pod.settled:
