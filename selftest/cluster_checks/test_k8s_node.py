@@ -132,3 +132,17 @@ def test_probe_pod_that_never_starts_is_an_error_by_the_deadline(platform, backe
     assert proc.returncode == 1
     assert elapsed < start_s + 30, f"took {elapsed:.0f}s"
     _wait_clean(backed)
+
+
+@pytest.mark.parametrize("spec, says", [
+    ("k8s-node://", "no node: name one"),
+    ("k8s-node://Gpu_Worker", "'Gpu_Worker' is not a Kubernetes node name"),
+    ("k8s-node://gpu-worker-1?namespace=x", "a node name takes no ?options"),
+    ("k8s-node://?selecter=a=b", "no node: name one"),
+])
+def test_bad_k8s_node_spec_is_bad_input(tmp_path, spec, says):
+    """Needs no cluster: the spec is refused before anything runs (one line, exit 4)."""
+    proc, doc = run_suite("-m", "node", f"--hosts={spec}", report_dir=tmp_path / "reports", timeout=120)
+    assert proc.returncode == 4, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"ERROR: --hosts {spec}: {says}" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr and doc is None
