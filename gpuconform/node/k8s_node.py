@@ -164,6 +164,7 @@ class _Pod:
     created: float | None = None   # monotonic, when the create was answered
     started: float | None = None   # monotonic, when first seen running
     settled: bool = False
+    give_up: float = math.inf      # monotonic: get() stops waiting (only if the batch itself broke)
 
 
 def pod_name(node: str) -> str:
@@ -263,6 +264,9 @@ class ProbePods:
                     self._settle(pod, PodProblem(node, {}, UNRESOLVED[node]))
                 else:
                     batch.append(pod)
+            for pod in batch:
+                # + the namespace and its service account (start_s at most), + a margin
+                pod.give_up = time.monotonic() + self._watch_timeout(len(batch)) + self.settings.start_s + 30
             self._batches += bool(batch)
             labels = {**self.labels, BATCH_LABEL: str(self._batches)}
         if batch:
@@ -272,9 +276,16 @@ class ProbePods:
     def get(self, node: str) -> NodeFacts:
         self.submit([node])
         pod = self._pods[node]
-        s = self.settings
         # the batch settles every pod by its own deadline; this bound only guards against a bug
-        return pod.future.result(timeout=s.start_s + s.probe_s + HOST_GRACE_S + 10 * s.api_s + 60)
+        try:
+            return pod.future.result(timeout=max(0.0, pod.give_up - time.monotonic()))
+        except cf.TimeoutError:
+            return PodProblem(node, {}, f"node {node}: its probe pod was not followed to its end (internal)")
+
+    def _watch_timeout(self, pods: int) -> float:
+        """The batch's whole wait: every pod's own deadlines, plus the creates of the batch."""
+        s = self.settings
+        return s.start_s + s.probe_s + HOST_GRACE_S + 4 * s.api_s + pods / s.parallel * s.api_s
 
     def close(self) -> list[str]:
         """Delete what the run created (pods with their namespace); returns what could not be."""
@@ -398,10 +409,9 @@ class ProbePods:
                                        f"timeouts.probe_s); last state seen: {seen}")
             return all(p.settled for p in batch)
 
-        timeout = s.start_s + s.probe_s + HOST_GRACE_S + 4 * s.api_s + len(batch) / s.parallel * s.api_s
         try:
             watch_until(self.cluster, f"{len(batch)} probe pods in {self.namespace}",
-                        f"/api/v1/namespaces/{self.namespace}/pods", timeout=timeout,
+                        f"/api/v1/namespaces/{self.namespace}/pods", timeout=self._watch_timeout(len(batch)),
                         query={"labelSelector": ",".join(f"{k}={v}" for k, v in labels.items())},
                         condition=evaluate, describe=lambda objs: f"{sum(not p.settled for p in batch)} "
                                                                   f"of {len(batch)} probe pods unfinished",
