@@ -103,6 +103,7 @@ class HostExec:
         self.pool = cf.ThreadPoolExecutor(workers, thread_name_prefix="hostexec")
         self._roots: dict[str, cf.Future] = {}
         self._lock = threading.Lock()
+        self._render_lock = threading.Lock()
         self.stop = threading.Event()
 
     # -- the node side --------------------------------------------------------------------------
@@ -123,7 +124,8 @@ class HostExec:
         if first:
             try:
                 from testbed.hosts import rootfs, scenarios
-                future.set_result(rootfs.render(scenarios.build(scenario), self.roots_dir / scenario))
+                with self._render_lock:  # the roots share one staging folder of binaries (rootfs.render)
+                    future.set_result(rootfs.render(scenarios.build(scenario), self.roots_dir / scenario))
             except BaseException as exc:
                 future.set_exception(exc)
         return future.result()
