@@ -1,5 +1,5 @@
 """A real Kubernetes control plane on loopback: etcd -> kube-apiserver -> controller-manager,
-scheduler, kwok (the simulated kubelets) and the device-plugin simulator.
+scheduler, kwok (the simulated kubelets), the device-plugin simulator and the host-root executor.
 
 Everything lives under one state folder (default ``.state/cluster`` in the repo):
 ``pki/`` certificates, ``*.kubeconfig``, ``etcd/`` data, ``logs/<process>.log``,
