@@ -168,7 +168,8 @@ class _Pod:
 
 
 def pod_name(node: str) -> str:
-    """``probe-<node>``, or a hashed name where the node's name is too long for a label value."""
+    """``probe-<node>``, or a hashed one where that is longer than 63 characters (kept to the
+    length of a DNS label, which a pod's host name must be)."""
     name = f"probe-{node}"
     if len(name) <= 63:
         return name
