@@ -40,7 +40,7 @@ from testbed.cluster.platform import Platform  # noqa: E402
 from testbed.cluster.waiting import wait_for  # noqa: E402
 
 LAYOUTS = (("1g", "all-1g.10gb"), ("bal", "all-balanced"), ("dis", "all-disabled"))
-PAUSED = ("kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "nodeagent")
+PAUSED = ("kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "nodeagent", "hostexec")
 #: paused from the start: the node agent plays device plugins, which do not run here (the nodes are
 #: created as published, with what their plugins would advertise; it would zero it)
 PAUSED_AT_START = ("nodeagent",)

@@ -5,9 +5,9 @@ import pytest
 import testinfra
 
 from gpuconform import profile as profile_mod
-from gpuconform.node import probe
+from gpuconform.node import k8s_node, probe
 from gpuconform.node.collect import FactsPool
-from gpuconform.node.facts import NodeFacts
+from gpuconform.node.facts import CannotTell, NodeFacts
 from gpuconform.plugin import keys
 from gpuconform.plugin.gating import Gate
 
@@ -44,14 +44,17 @@ def _facts_pool(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.Loa
                                                                   token=token), t.probe_s)
     if not hasattr(pytestconfig, "workerinput"):  # an xdist worker probes only the hosts it gets
         for h in _all_hosts(pytestconfig):  # probe every host at once, not one by one
-            pool.submit(host_label(h), lambda h=h: h)
+            if not k8s_node.is_k8s_node(h):  # those are probed through pods (k8s_node_fixtures.py)
+                pool.submit(host_label(h), lambda h=h: h)
     yield pool
     pool.close()
 
 
 @pytest.fixture
-def node(host, _facts_pool: FactsPool) -> NodeFacts:
+def node(host, _facts_pool: FactsPool, request: pytest.FixtureRequest) -> NodeFacts:
     """Facts of the host under test, gathered once per host."""
+    if k8s_node.is_k8s_node(host):
+        return request.getfixturevalue("_k8s_node_probes").get(host_label(host))
     return _facts_pool.get(host_label(host), lambda: host)
 
 
@@ -75,6 +78,8 @@ def _gpuconform_blocked_by(request: pytest.FixtureRequest, _gate: Gate) -> None:
     if mark is None or "node" not in request.fixturenames:
         return
     facts: NodeFacts = request.getfixturevalue("node")
+    if facts.error and mark.kwargs["id"] == REACHABLE and getattr(facts, "could_not_check", False):
+        raise CannotTell(facts.error)  # e.g. a k8s-node:// probe pod never ran: not the host's fault
     if facts.error and mark.kwargs["id"] != REACHABLE:
         pytest.skip(f"blocked by {REACHABLE} (host answers the probe): {facts.error}")
     needs = mark.kwargs.get("needs", ())

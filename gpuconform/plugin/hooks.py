@@ -88,6 +88,10 @@ class Hooks:
         if getattr(opt, "hosts", None) is not None:
             opt.hosts = inputs.host_specs(opt.hosts, getattr(opt, "connection", None), where,
                                           self.profile.profile.timeouts.ssh_connect_s)
+            if "k8s-node://?" in opt.hosts:  # label selectors: one host per node the API server lists
+                from gpuconform.node import k8s_node
+                from gpuconform.plugin import k8s_node_fixtures
+                opt.hosts = k8s_node.expand_selectors(opt.hosts, k8s_node_fixtures.connector(config))
         self._summarized: set[str] = set()  # hosts whose summary this process already sent
         self._cluster_noted = False
         self.run: RunReport | None = None

@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 import testinfra.backend
 
+from gpuconform.node import k8s_node
+
+k8s_node.register_backend()  # k8s-node:// hosts: node checks through probe pods
+
 #: Backends that open an SSH connection: ``timeouts.ssh_connect_s`` reaches them as ``?timeout=``.
 SSH_BACKENDS = ("ssh", "safe-ssh", "paramiko")
 _MAX_PORT = 65535
@@ -42,6 +46,11 @@ def _host_spec(spec: str, connection: str | None, where: str, connect_timeout_s:
             raise InputError(f"{where} {spec}: a chroot host is a directory, and this is not one")
         return spec
     url_form = spec if "://" in spec else f"{connection or 'paramiko'}://{spec}"
+    if url_form.startswith(f"{k8s_node.SCHEME}://"):
+        why = k8s_node.check_spec(url_form)
+        if why:
+            raise InputError(f"{where} {spec}: {why}")
+        return url_form
     try:
         url = urllib.parse.urlsplit(url_form)
         port = url.port  # raises on a port that is not a number or out of range

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconform.plugin import cluster_fixtures, fixtures, hooks, remediation_fixtures
+from gpuconform.plugin import cluster_fixtures, fixtures, hooks, k8s_node_fixtures, remediation_fixtures
 
 MARKERS = {
     "node": "node (host) conformance checks",
@@ -97,4 +97,5 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
     config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
+    config.pluginmanager.register(k8s_node_fixtures, "gpuconform-k8s-node-fixtures")
     config.pluginmanager.register(hooks.Hooks(config, suite), "gpuconform-hooks")

@@ -33,7 +33,7 @@ from gpuconform.profile.cluster import (GPU_TOLERATION, ClusterExpectations, Clu
                                         Toleration, Workloads)
 from gpuconform.profile.kubeflow import (KUBEFLOW_WEB_APPS, KubeflowAccount, KubeflowExpectations,
                                          KubeflowIngress, KubeflowIssuer, KubeflowTimeouts, KubeflowWebApp)
-from gpuconform.profile.node import (ContainerRuntime, Driver, Gpu, Group, Health, Kernel, Mig, NodeExpectations,
+from gpuconform.profile.node import (ContainerRuntime, K8sNodeProbes, Driver, Gpu, Group, Health, Kernel, Mig, NodeExpectations,
                                      NodeOverride, Services, Signing, SysctlRule, apply)
 
 __all__ = [
@@ -66,6 +66,8 @@ class Profile(Strict):
                                                             "null: no node expectations")
     groups: tuple[Group, ...] = Field((), description="node overrides for the hosts they match, applied in order")
     timeouts: Timeouts = Field(Timeouts(), description="deadlines of the node layer")
+    k8s_node: K8sNodeProbes = Field(K8sNodeProbes(), description="k8s-node:// hosts: node checks through "
+                                                                 "one privileged probe pod per node")
     cluster: ClusterExpectations = Field(ClusterExpectations(), description="the Kubernetes side (tests/cluster)")
     kubeflow: KubeflowExpectations = Field(KubeflowExpectations(), description="the Kubeflow endpoint "
                                                                                "(tests/kubeflow)")

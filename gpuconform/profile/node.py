@@ -171,3 +171,16 @@ class Group(Strict):
     match: tuple[Pattern, ...] = Field(..., min_length=1, description="fnmatch patterns on the host's name or test id")
     node: NodeOverride = Field(  # type: ignore[valid-type]
         NodeOverride(), description="node fields that differ for these hosts (any subset of `node`)")
+
+
+class K8sNodeProbes(Strict):
+    """How ``k8s-node://`` hosts are probed: one short-lived privileged pod per node
+    (gpuconform/node/k8s_node.py)."""
+    image: str = Field("docker.io/library/busybox:1.37.0",
+                       description="image of the probe pods; only its `chroot` runs (closed networks: "
+                                   "the internal mirror of any image with a chroot binary)")
+    image_pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
+        "IfNotPresent", description="imagePullPolicy of the probe pods")
+    start_s: float = Field(120, gt=0, description="a probe pod from creation until it runs (scheduling, "
+                                                  "image pull); timeouts.probe_s then bounds the probe")
+    parallel: int = Field(32, gt=0, le=256, description="API requests in flight at once (pod creates, log reads)")

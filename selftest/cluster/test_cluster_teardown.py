@@ -13,7 +13,7 @@ from testbed.cluster.controlplane import REPO, ControlPlane
 from testbed.cluster.procs import Supervisor
 from testbed.cluster.waiting import wait_for
 
-EXPECTED = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "nodeagent"}
+EXPECTED = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "nodeagent", "hostexec"}
 
 
 def test_stop_leaves_no_process(tmp_path):

@@ -1,5 +1,5 @@
 """A real Kubernetes control plane on loopback: etcd -> kube-apiserver -> controller-manager,
-scheduler, kwok (the simulated kubelets) and the device-plugin simulator.
+scheduler, kwok (the simulated kubelets), the device-plugin simulator and the host-root executor.
 
 Everything lives under one state folder (default ``.state/cluster`` in the repo):
 ``pki/`` certificates, ``*.kubeconfig``, ``etcd/`` data, ``logs/<process>.log``,
@@ -208,6 +208,10 @@ class ControlPlane:
             sys.executable, "-m", "testbed.cluster.devicesim", f"--kubeconfig={self.kubeconfig}",
             f"--log-dir={self.pod_log_dir}",
         ], env=env)
+        self.supervisor.start("hostexec", [  # pods with the node's / mounted, in its host root (hostexec.py)
+            sys.executable, "-m", "testbed.cluster.hostexec", f"--kubeconfig={self.kubeconfig}",
+            f"--state-dir={self.state_dir}", f"--log-dir={self.pod_log_dir}",
+        ], env=env)
         self.supervisor.start("nodeagent", [  # what NVIDIA's operands do on a node (nodeagent.py)
             sys.executable, "-m", "testbed.cluster.nodeagent", f"--kubeconfig={self.kubeconfig}",
             f"--validator-manifests={gpuop_binaries.module_dir(allow_build=self.allow_build) / 'validator'}",
@@ -221,6 +225,7 @@ class ControlPlane:
                  and kube.service_account_exists(api, "default", "default"), left())
         self._alive_or_give_up("devicesim")
         self._alive_or_give_up("nodeagent")
+        self._alive_or_give_up("hostexec")
         self.timings["controllers"] = timeout - left()
 
     def start_gpu_operator(self, rendered: list[dict], timeout: float = 60) -> None:

@@ -32,6 +32,7 @@ from testbed.cluster import informer
 from testbed.cluster.devices import (ANN_CUDA, ANN_DEVICES, ANN_OUTCOME, ANN_SIMULATE, KWOK_NODE_ANNOTATION,
                                      SCENARIO_CONFIGMAP, VECTORADD_BUSY, VECTORADD_OK, Device, cri_log, echo_text,
                                      gpu_requests, node_devices, smi_lines)
+from testbed.cluster.hostexec import runs_in_host_root
 from testbed.cluster.waiting import GiveUp, wait_for
 
 log = logging.getLogger("devicesim")
@@ -73,6 +74,8 @@ class DeviceSim:
         node = self.core.read_node(pod.spec.node_name)
         if (node.metadata.annotations or {}).get(KWOK_NODE_ANNOTATION) != "fake":
             return
+        if runs_in_host_root(pod, node):
+            return  # a pod with the node's / mounted, on a node backed by a host root: hostexec.py runs it
         if not wanted and not runs_to_completion:
             self.serve_plain_log(pod)  # a service pod (DaemonSet, Deployment): its log only
             return
