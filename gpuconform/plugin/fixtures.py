@@ -36,12 +36,16 @@ def gpuconform_profile(pytestconfig: pytest.Config) -> profile_mod.LoadedProfile
     return pytestconfig.stash[keys.PROFILE]
 
 
+def probe_script(loaded: profile_mod.LoadedProfile):
+    """The run's probe maker, for every transport (SSH/local/chroot pool, k8s-node pods): the
+    profile's inputs and command deadline; token and overall deadline vary per probe."""
+    inputs, command_s = loaded.probe_inputs(), loaded.profile.timeouts.command_s
+    return lambda token, deadline_s: probe.build_script(inputs, command_s, deadline_s=deadline_s, token=token)
+
+
 @pytest.fixture(scope="session")
 def _facts_pool(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.LoadedProfile):
-    t = gpuconform_profile.profile.timeouts
-    inputs = gpuconform_profile.probe_inputs()
-    pool = FactsPool(lambda token, deadline_s: probe.build_script(inputs, t.command_s, deadline_s=deadline_s,
-                                                                  token=token), t.probe_s)
+    pool = FactsPool(probe_script(gpuconform_profile), gpuconform_profile.profile.timeouts.probe_s)
     if not hasattr(pytestconfig, "workerinput"):  # an xdist worker probes only the hosts it gets
         for h in _all_hosts(pytestconfig):  # probe every host at once, not one by one
             if not k8s_node.is_k8s_node(h):  # those are probed through pods (k8s_node_fixtures.py)

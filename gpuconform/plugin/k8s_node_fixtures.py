@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from gpuconform import profile as profile_mod
-from gpuconform.node import probe
 from gpuconform.plugin import keys
 
 PROBE_PODS = pytest.StashKey["object"]()
@@ -30,15 +29,14 @@ def connector(config: pytest.Config):
 @pytest.fixture(scope="session")
 def _k8s_node_probes(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.LoadedProfile):
     from gpuconform.node import k8s_node
-    from gpuconform.plugin.fixtures import _all_hosts, host_label
+    from gpuconform.plugin.fixtures import _all_hosts, host_label, probe_script
     prof = gpuconform_profile.profile
     t, k = prof.timeouts, prof.k8s_node
-    sysctls = gpuconform_profile.sysctl_keys()
     probes = k8s_node.ProbePods(
         connector(pytestconfig),
         k8s_node.Settings(image=k.image, image_pull_policy=k.image_pull_policy, start_s=k.start_s,
                           probe_s=t.probe_s, api_s=prof.cluster.timeouts.api_s, parallel=k.parallel),
-        lambda token, deadline_s: probe.build_script(sysctls, t.command_s, deadline_s=deadline_s, token=token))
+        probe_script(gpuconform_profile))
     pytestconfig.stash[PROBE_PODS] = probes
     if not hasattr(pytestconfig, "workerinput"):  # an xdist worker probes only the hosts it gets
         probes.submit([host_label(h) for h in _all_hosts(pytestconfig) if k8s_node.is_k8s_node(h)])
