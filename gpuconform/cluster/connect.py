@@ -24,7 +24,7 @@ import urllib3
 import yaml
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from gpuconform.cluster.errors import ClusterError, Unreachable, api_error_line
+from gpuconform.cluster.errors import ClusterError, Forbidden, Unreachable, api_error_line, request_error_line
 from gpuconform.kubeflow.tls import served_certificate
 from gpuconform.node.facts import CannotTell
 
@@ -212,7 +212,9 @@ class Cluster:
             if exc.status == 401:
                 raise Unreachable(f"{self.server} refused our credentials ({self.source}): "
                                   f"{api_error_line(exc)}") from None
-            raise ClusterError(f"{what}: {api_error_line(exc)}") from None
+            if exc.status == 403:
+                raise Forbidden(request_error_line(exc, what)) from None
+            raise ClusterError(request_error_line(exc, what)) from None
         except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as exc:
             refusal = tls_refusal(self.server, self.api.configuration.ssl_ca_cert, exc)
             if refusal:

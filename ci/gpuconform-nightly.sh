@@ -1,0 +1,87 @@
+#!/bin/sh
+# gpuconform-nightly: the nightly conformance run, one path for the in-cluster Job (the image's
+# entrypoint), GitLab CI and GitHub Actions (their templates call it).
+#
+# Runs the suite (the three layers by default) once: HTML and JSON (the suite's own names) and
+# JUnit (junit-<UTC>.xml) in GPUCONFORM_REPORT_DIR; compares with the last accepted run when a
+# baseline is given; keeps this run's JSON as the next baseline only when the run is ACCEPTED
+# (exit 0); exits with the suite's exit code (0 ACCEPTED, 1 REJECTED, 2 interrupted, 4 bad input).
+#
+# Environment (nothing here is printed but paths and the markers):
+#   GPUCONFORM_PROFILE       the profile (required)
+#   GPUCONFORM_REPORT_DIR    where the reports go (default: reports)
+#   GPUCONFORM_MARKERS       pytest -m expression (default: node or cluster or kubeflow)
+#   GPUCONFORM_HOSTS         --hosts for the node checks (default: the profile's hosts:)
+#   GPUCONFORM_KUBECONFIG    kubeconfig (default: $KUBECONFIG, else the in-cluster ServiceAccount,
+#                            else ~/.kube/config: gpuconform/cluster/connect.py)
+#   GPUCONFORM_BASELINE      the last accepted run's JSON (default: <report dir>/baseline.json);
+#                            missing or empty: no baseline (the first run)
+#   GPUCONFORM_BASELINE_OUT  where an accepted run's JSON is kept (default: <report dir>/baseline.json)
+#   GPUCONFORM_ARGS          more pytest arguments (split on blanks)
+#   GPUCONFORM_PYTHON        the Python that has gpuconform installed (default: python3)
+#   GPUCONFORM_SUITE_DIR     the folder with tests/ and conftest.py (default: this script's
+#                            repository, else /opt/gpuconform as in the image)
+set -u
+
+die() { echo "gpuconform-nightly: $*" >&2; exit 4; }
+
+python=${GPUCONFORM_PYTHON:-python3}
+reports=${GPUCONFORM_REPORT_DIR:-reports}
+markers=${GPUCONFORM_MARKERS:-node or cluster or kubeflow}
+[ -n "${GPUCONFORM_PROFILE:-}" ] || die "GPUCONFORM_PROFILE is not set: the profile to judge the platform against"
+[ -r "$GPUCONFORM_PROFILE" ] || die "GPUCONFORM_PROFILE=$GPUCONFORM_PROFILE is not a readable file"
+
+here=$(cd "$(dirname "$0")" && pwd)
+suite=${GPUCONFORM_SUITE_DIR:-}
+if [ -z "$suite" ]; then
+  for d in "$here/.." /opt/gpuconform; do
+    if [ -f "$d/conftest.py" ] && [ -d "$d/tests" ]; then suite=$(cd "$d" && pwd); break; fi
+  done
+fi
+[ -n "$suite" ] && [ -d "$suite/tests" ] || die "no suite folder (tests/, conftest.py): set GPUCONFORM_SUITE_DIR"
+
+mkdir -p "$reports" || die "GPUCONFORM_REPORT_DIR=$reports cannot be created"
+reports=$(cd "$reports" && pwd)
+baseline=${GPUCONFORM_BASELINE:-$reports/baseline.json}
+baseline_out=${GPUCONFORM_BASELINE_OUT:-$reports/baseline.json}
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+junit="$reports/junit-$stamp.xml"
+started="$reports/.started-$stamp"
+: > "$started"
+
+set -- -m "$markers" "--profile=$GPUCONFORM_PROFILE" "--report-dir=$reports" "--junitxml=$junit"
+kubeconfig=${GPUCONFORM_KUBECONFIG:-}
+[ -n "$kubeconfig" ] && set -- "$@" "--kubeconfig=$kubeconfig"
+[ -n "${GPUCONFORM_HOSTS:-}" ] && set -- "$@" "--hosts=$GPUCONFORM_HOSTS"
+if [ -s "$baseline" ]; then
+  set -- "$@" "--baseline=$baseline"
+  echo "gpuconform-nightly: baseline (last accepted run): $baseline"
+else
+  echo "gpuconform-nightly: no baseline at $baseline (first run, or no accepted run yet)"
+fi
+# shellcheck disable=SC2086 # GPUCONFORM_ARGS is a list of words by design
+set -- "$@" ${GPUCONFORM_ARGS:-}
+
+if [ -z "$kubeconfig" ] && [ -z "${KUBECONFIG:-}" ] && [ -n "${KUBERNETES_SERVICE_HOST:-}" ]; then
+  echo "gpuconform-nightly: cluster access: in-cluster ServiceAccount (https://$KUBERNETES_SERVICE_HOST:${KUBERNETES_SERVICE_PORT:-443})"
+fi
+echo "gpuconform-nightly: pytest -m '$markers' → $reports"
+(cd "$suite" && exec "$python" -m pytest -p no:cacheprovider "$@")
+code=$?
+
+json=$(find "$reports" -maxdepth 1 -name '*.json' ! -name "$(basename "$baseline_out")" -newer "$started" \
+       | sort | tail -n 1)
+rm -f "$started"
+case $code in
+  0) verdict=ACCEPTED ;;
+  1) verdict=REJECTED ;;
+  2) verdict="REJECTED (interrupted)" ;;
+  *) verdict="not judged (exit $code)" ;;
+esac
+echo "gpuconform-nightly: $verdict; JSON: ${json:-none}; JUnit: $junit"
+if [ "$code" -eq 0 ] && [ -n "$json" ]; then
+  mkdir -p "$(dirname "$baseline_out")" && cp "$json" "$baseline_out.tmp" && mv "$baseline_out.tmp" "$baseline_out" \
+    && echo "gpuconform-nightly: kept as the next baseline: $baseline_out" \
+    || echo "gpuconform-nightly: could not keep $json as $baseline_out" >&2
+fi
+exit "$code"
