@@ -2,8 +2,8 @@
 # gpuconform-nightly: the nightly conformance run, one path for the in-cluster Job (the image's
 # entrypoint), GitLab CI and GitHub Actions (their templates call it).
 #
-# Runs the suite (the three layers by default) once: HTML and JSON (the suite's own names) and
-# JUnit (junit-<UTC>.xml) in GPUCONFORM_REPORT_DIR; compares with the last accepted run when a
+# Runs the suite (the three layers by default) once: <profile>-<UTC>.html, .json and
+# junit-<profile>-<UTC>.xml in GPUCONFORM_REPORT_DIR; compares with the last accepted run when a
 # baseline is given; keeps this run's JSON as the next baseline only when the run is ACCEPTED
 # (exit 0); exits with the suite's exit code (0 ACCEPTED, 1 REJECTED, 2 interrupted, 4 bad input).
 #
@@ -44,12 +44,12 @@ mkdir -p "$reports" || die "GPUCONFORM_REPORT_DIR=$reports cannot be created"
 reports=$(cd "$reports" && pwd)
 baseline=${GPUCONFORM_BASELINE:-$reports/baseline.json}
 baseline_out=${GPUCONFORM_BASELINE_OUT:-$reports/baseline.json}
-stamp=$(date -u +%Y%m%dT%H%M%SZ)
-junit="$reports/junit-$stamp.xml"
-started="$reports/.started-$stamp"
-: > "$started"
+name=$(basename "$GPUCONFORM_PROFILE"); name=${name%.*}-$(date -u +%Y%m%dT%H%M%SZ)
+json="$reports/$name.json"
+junit="$reports/junit-$name.xml"
 
-set -- -m "$markers" "--profile=$GPUCONFORM_PROFILE" "--report-dir=$reports" "--junitxml=$junit"
+set -- -m "$markers" "--profile=$GPUCONFORM_PROFILE" "--report-dir=$reports" "--report-name=$name" \
+  "--junitxml=$junit"
 kubeconfig=${GPUCONFORM_KUBECONFIG:-}
 [ -n "$kubeconfig" ] && set -- "$@" "--kubeconfig=$kubeconfig"
 [ -n "${GPUCONFORM_HOSTS:-}" ] && set -- "$@" "--hosts=$GPUCONFORM_HOSTS"
@@ -66,12 +66,17 @@ if [ -z "$kubeconfig" ] && [ -z "${KUBECONFIG:-}" ] && [ -n "${KUBERNETES_SERVIC
   echo "gpuconform-nightly: cluster access: in-cluster ServiceAccount (https://$KUBERNETES_SERVICE_HOST:${KUBERNETES_SERVICE_PORT:-443})"
 fi
 echo "gpuconform-nightly: pytest -m '$markers' → $reports"
-(cd "$suite" && exec "$python" -m pytest -p no:cacheprovider "$@")
-code=$?
+# In a pod this script is PID 1, which gets the SIGTERM of activeDeadlineSeconds or a deleted
+# Job: it is passed on (as SIGTERM: a background child of sh ignores SIGINT), and the suite
+# cleans up and writes the report of what finished (exit 2).
+(cd "$suite" && exec "$python" -m pytest -p no:cacheprovider "$@") &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+wait "$child"; code=$?
+while [ "$code" -gt 128 ] && kill -0 "$child" 2>/dev/null; do wait "$child"; code=$?; done
+trap - TERM INT
 
-json=$(find "$reports" -maxdepth 1 -name '*.json' ! -name "$(basename "$baseline_out")" -newer "$started" \
-       | sort | tail -n 1)
-rm -f "$started"
+[ -f "$json" ] || json=
 case $code in
   0) verdict=ACCEPTED ;;
   1) verdict=REJECTED ;;
@@ -79,7 +84,7 @@ case $code in
   *) verdict="not judged (exit $code)" ;;
 esac
 echo "gpuconform-nightly: $verdict; JSON: ${json:-none}; JUnit: $junit"
-if [ "$code" -eq 0 ] && [ -n "$json" ]; then
+if [ "$code" -eq 0 ] && [ -n "$json" ]; then  # ACCEPTED: the next run's baseline
   mkdir -p "$(dirname "$baseline_out")" && cp "$json" "$baseline_out.tmp" && mv "$baseline_out.tmp" "$baseline_out" \
     && echo "gpuconform-nightly: kept as the next baseline: $baseline_out" \
     || echo "gpuconform-nightly: could not keep $json as $baseline_out" >&2

@@ -1,0 +1,111 @@
+"""The RBAC of manifests/in-cluster is minimal: every rule names the checks that need it, and
+without the rule such a check ends "error" (could not check) with one line naming what it
+lacks, ``forbidden: needs <verb> <resource>``. (That it is sufficient, the whole cluster layer
+passing with the ServiceAccount's token alone, is test_entrypoint.py's in-cluster run.)
+
+Each case removes one rule from the applied role, waits until RBAC answers "no" for it
+(SubjectAccessReview), runs the suite with a kubeconfig holding only the ServiceAccount's token
+and only the checks about that rule (-k), and puts the rule back."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import incluster_harness as h
+from cluster_harness import PROFILE, by_check
+from runner import run_suite
+
+#: the check ids of tests/ (named in @check or in a module constant it takes)
+CHECK_IDS = set(re.findall(r'"((?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)+)"', "".join(
+    p.read_text() for p in (h.REPO / "tests").rglob("*.py")))) | {"cluster.api.reachable"}
+
+#: rule (role:resources:verbs) -> (-k expression, check id, param, the line's start)
+REMOVALS = {
+    "gpuconform:nodes:list": (
+        "test_gpu_workers_registered", "cluster.nodes.gpu_workers", None,
+        "forbidden: needs list nodes (cluster-wide)"),
+    "gpuconform:namespaces:get": (
+        "test_operator_namespace", "cluster.operator.namespace", None,
+        "forbidden: needs get namespaces (cluster-wide)"),
+    "gpuconform:namespaces:create+delete": (
+        "test_no_gpu_without_request", "cluster.workload.isolation", None,
+        "forbidden: needs create namespaces (cluster-wide)"),
+    "gpuconform:serviceaccounts:list+watch": (
+        "test_no_gpu_without_request", "cluster.workload.isolation", None,
+        "forbidden: needs list serviceaccounts (in namespace gpuconform-"),
+    "gpuconform:pods:create+get+list+watch+delete": (
+        "test_no_gpu_without_request", "cluster.workload.isolation", None,
+        "forbidden: needs create pods (in namespace gpuconform-"),
+    "gpuconform:pods/log:get": (
+        "test_no_gpu_without_request", "cluster.workload.isolation", None,
+        "forbidden: needs get pods/log (in namespace gpuconform-"),
+    "gpuconform:events:list+watch": (
+        "test_mig_exhaustion_pending and 1g", "cluster.mig.exhaustion", "nvidia.com/mig-1g.10gb",
+        "forbidden: needs list events (in namespace gpuconform-"),
+    "gpuconform:clusterpolicies.nvidia.com:list": (
+        "test_clusterpolicy_present", "cluster.operator.clusterpolicy_present", None,
+        "forbidden: needs list clusterpolicies.nvidia.com (cluster-wide)"),
+    "gpuconform-gpu-operator:configmaps:get": (
+        "test_allocatable_matches_config and gpu-worker-1", "cluster.mig.allocatable", "gpu-worker-1",
+        "forbidden: needs get configmaps (in namespace gpu-operator)"),
+    "gpuconform-gpu-operator:daemonsets.apps:list": (
+        "test_validator_driver_env", "cluster.operator.validator_env", "DISABLE_DEV_CHAR_SYMLINK_CREATION",
+        "forbidden: needs list daemonsets.apps (in namespace gpu-operator)"),
+}
+#: rules for what the bed does not have (Kyverno): named checks, not exercised here
+NOT_IN_THE_BED = {"gpuconform:clusterpolicies.kyverno.io:list", "gpuconform-gpu-operator:policies.kyverno.io:list"}
+
+
+def test_every_rule_names_existing_checks():
+    """No rule without a reason: each names at least one check, and each name is a real check id."""
+    rules = h.rules()
+    assert len(rules) >= 10
+    for rule in rules:
+        assert rule.checks, f"{rule.label}: no check named in its comment"
+        unknown = [c for c in rule.checks if c not in CHECK_IDS]
+        assert not unknown, f"{rule.label}: names {unknown}, not check ids of tests/"
+
+
+def test_every_rule_is_proven_or_said_not_to_be():
+    labels = {r.label for r in h.rules()}
+    assert labels == set(REMOVALS) | NOT_IN_THE_BED, labels ^ (set(REMOVALS) | NOT_IN_THE_BED)
+
+
+def test_the_token_is_not_the_admin(admin, installed, sa_token, platform, tmp_path):
+    """The suite's ServiceAccount reads no secrets and writes no nodes."""
+    for verb, resource in (("list", "secrets"), ("patch", "nodes"), ("delete", "pods")):
+        allowed_now = h.allowed(admin, verb, resource, namespace="kube-system")
+        assert allowed_now is (verb == "delete"), (verb, resource)  # pods: only for the run's namespace
+    assert not h.allowed(admin, "list", "secrets")
+    assert not h.allowed(admin, "get", "configmaps", namespace="kube-system")
+
+
+@pytest.mark.parametrize("label", sorted(REMOVALS))
+def test_without_the_rule_the_check_says_what_it_needs(label, admin, installed, sa_token, platform, tmp_path):
+    k, check_id, param, line = REMOVALS[label]
+    rule = next(r for r in h.rules() if r.label == label)
+    assert check_id in rule.checks, f"{label}'s comment does not name {check_id}"
+    role = next(o for o in installed if o["kind"] == rule.role_kind and o["metadata"]["name"] == rule.role_name)
+    namespace = role["metadata"].get("namespace") or ("gpuconform-x" if "gpuconform-" in line else None)
+    verb, resource = line.split("needs ", 1)[1].split(" ")[:2]
+    group = rule.rule["apiGroups"][0]
+    resource = resource.removesuffix(f".{group}") if group else resource
+    without = {**role, "rules": [r for i, r in enumerate(role["rules"]) if i != rule.index]}
+    h.apply(admin, without)
+    try:
+        h.wait_access(admin, False, verb, resource, group, namespace)
+        kubeconfig = h.token_kubeconfig(tmp_path / "sa.kubeconfig", platform.server, h.ca_file(platform.kubeconfig),
+                                        sa_token)
+        proc, doc = run_suite("-m", "cluster", "-k", k, "-q", f"--profile={PROFILE}", f"--kubeconfig={kubeconfig}",
+                              report_dir=tmp_path / "reports", timeout=300)
+    finally:
+        h.apply(admin, role)
+        h.wait_access(admin, True, verb, resource, group, namespace)
+    assert doc, proc.stdout[-3000:] + proc.stderr[-2000:]
+    result = by_check(doc)[(check_id, param)]
+    assert result["verdict"] == "error", (result["verdict"], result["message"])
+    assert result["message"].startswith(f"could not check: {line}"), result["message"]
+    assert h.USER in result["message"] and "\n" not in result["message"].strip()
+    assert proc.returncode == 1  # could not check: REJECTED
+    assert "Traceback" not in proc.stdout + proc.stderr
