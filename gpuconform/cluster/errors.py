@@ -64,7 +64,14 @@ def forbidden_line(exc: Exception, what: str) -> str:
         needed, scope = f'{m["verb"]} path {m["path"]}', "non-resource URL"
     else:
         resource = m["resource"] + (f'.{m["group"]}' if m["group"] else "")
-        needed, scope = f'{m["verb"]} {resource}', (f'in namespace {m["ns"]}' if m["ns"] else "cluster-wide")
+        needed = f'{m["verb"]} {resource}'
+        if not m["ns"]:
+            scope = "cluster-wide"
+        elif resource == "namespaces":  # a namespace's own namespace is its name
+            scope = f'namespace {m["ns"]}'
+        else:
+            scope = f'in namespace {m["ns"]}'
+
     return f"forbidden: needs {needed} ({scope}) while {what}; {m['user']} is not granted it"
 
 

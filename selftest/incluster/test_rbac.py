@@ -27,7 +27,7 @@ REMOVALS = {
         "forbidden: needs list nodes (cluster-wide)"),
     "gpuconform:namespaces:get": (
         "test_operator_namespace", "cluster.operator.namespace", None,
-        "forbidden: needs get namespaces (cluster-wide)"),
+        "forbidden: needs get namespaces (namespace gpu-operator)"),
     "gpuconform:namespaces:create+delete": (
         "test_no_gpu_without_request", "cluster.workload.isolation", None,
         "forbidden: needs create namespaces (cluster-wide)"),
@@ -50,7 +50,7 @@ REMOVALS = {
         "test_allocatable_matches_config and gpu-worker-1", "cluster.mig.allocatable", "gpu-worker-1",
         "forbidden: needs get configmaps (in namespace gpu-operator)"),
     "gpuconform-gpu-operator:daemonsets.apps:list": (
-        "test_validator_driver_env", "cluster.operator.validator_env", "DISABLE_DEV_CHAR_SYMLINK_CREATION",
+        "test_validations_completed", "cluster.operator.validation", None,
         "forbidden: needs list daemonsets.apps (in namespace gpu-operator)"),
 }
 #: rules for what the bed does not have (Kyverno): named checks, not exercised here
