@@ -33,11 +33,27 @@ import zipfile
 ARTIFACT = "gpuconform-baseline"      # GitHub artifact name (ci/github/nightly.yml)
 ARTIFACT_PATH = "reports/baseline.json"  # GitLab artifact path (ci/gitlab/.gitlab-ci.yml)
 TIMEOUT_S = 60
+AUTH_HEADERS = ("authorization", "private-token", "job-token")
+
+
+class _PresignedRedirect(urllib.request.HTTPRedirectHandler):
+    """Artifact downloads redirect to object storage with a pre-signed URL: the platform token
+    is not sent there (the storage would refuse a second credential, and should not see it)."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None:
+            for name in [k for k in new.headers if k.lower() in AUTH_HEADERS]:
+                del new.headers[name]
+        return new
+
+
+_OPENER = urllib.request.build_opener(_PresignedRedirect)
 
 
 def get(url: str, headers: dict[str, str]) -> bytes:
     request = urllib.request.Request(url, headers={"User-Agent": "gpuconform-fetch-baseline", **headers})
-    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as resp:  # follows the redirect to storage
+    with _OPENER.open(request, timeout=TIMEOUT_S) as resp:
         return resp.read()
 
 

@@ -24,12 +24,14 @@
 set -u
 
 die() { echo "gpuconform-nightly: $*" >&2; exit 4; }
+absolute() { case $1 in /*|'') printf '%s' "$1" ;; *) printf '%s/%s' "$PWD" "$1" ;; esac; }
 
 python=${GPUCONFORM_PYTHON:-python3}
 reports=${GPUCONFORM_REPORT_DIR:-reports}
 markers=${GPUCONFORM_MARKERS:-node or cluster or kubeflow}
 [ -n "${GPUCONFORM_PROFILE:-}" ] || die "GPUCONFORM_PROFILE is not set: the profile to judge the platform against"
 [ -r "$GPUCONFORM_PROFILE" ] || die "GPUCONFORM_PROFILE=$GPUCONFORM_PROFILE is not a readable file"
+profile=$(absolute "$GPUCONFORM_PROFILE")  # the suite runs from its own folder
 
 here=$(cd "$(dirname "$0")" && pwd)
 suite=${GPUCONFORM_SUITE_DIR:-}
@@ -42,15 +44,15 @@ fi
 
 mkdir -p "$reports" || die "GPUCONFORM_REPORT_DIR=$reports cannot be created"
 reports=$(cd "$reports" && pwd)
-baseline=${GPUCONFORM_BASELINE:-$reports/baseline.json}
-baseline_out=${GPUCONFORM_BASELINE_OUT:-$reports/baseline.json}
-name=$(basename "$GPUCONFORM_PROFILE"); name=${name%.*}-$(date -u +%Y%m%dT%H%M%SZ)
+baseline=$(absolute "${GPUCONFORM_BASELINE:-$reports/baseline.json}")
+baseline_out=$(absolute "${GPUCONFORM_BASELINE_OUT:-$reports/baseline.json}")
+name=$(basename "$profile"); name=${name%.*}-$(date -u +%Y%m%dT%H%M%SZ)
 json="$reports/$name.json"
 junit="$reports/junit-$name.xml"
 
-set -- -m "$markers" "--profile=$GPUCONFORM_PROFILE" "--report-dir=$reports" "--report-name=$name" \
+set -- -m "$markers" "--profile=$profile" "--report-dir=$reports" "--report-name=$name" \
   "--junitxml=$junit"
-kubeconfig=${GPUCONFORM_KUBECONFIG:-}
+kubeconfig=$(absolute "${GPUCONFORM_KUBECONFIG:-}")
 [ -n "$kubeconfig" ] && set -- "$@" "--kubeconfig=$kubeconfig"
 [ -n "${GPUCONFORM_HOSTS:-}" ] && set -- "$@" "--hosts=$GPUCONFORM_HOSTS"
 if [ -s "$baseline" ]; then
@@ -65,7 +67,7 @@ set -- "$@" ${GPUCONFORM_ARGS:-}
 if [ -z "$kubeconfig" ] && [ -z "${KUBECONFIG:-}" ] && [ -n "${KUBERNETES_SERVICE_HOST:-}" ]; then
   echo "gpuconform-nightly: cluster access: in-cluster ServiceAccount (https://$KUBERNETES_SERVICE_HOST:${KUBERNETES_SERVICE_PORT:-443})"
 fi
-echo "gpuconform-nightly: pytest -m '$markers' → $reports"
+echo "gpuconform-nightly: pytest $*"
 # In a pod this script is PID 1, which gets the SIGTERM of activeDeadlineSeconds or a deleted
 # Job: it is passed on (as SIGTERM: a background child of sh ignores SIGINT), and the suite
 # cleans up and writes the report of what finished (exit 2).

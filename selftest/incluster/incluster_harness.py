@@ -29,6 +29,10 @@ KINDS = {
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", False, "clusterrolebindings"),
     "Role": ("/apis/rbac.authorization.k8s.io/v1", True, "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", True, "rolebindings"),
+    "PersistentVolumeClaim": ("/api/v1", True, "persistentvolumeclaims"),
+    "Pod": ("/api/v1", True, "pods"),
+    "Job": ("/apis/batch/v1", True, "jobs"),
+    "CronJob": ("/apis/batch/v1", True, "cronjobs"),
 }
 
 
@@ -51,6 +55,12 @@ def apply(cluster, obj: dict) -> None:
     elif obj["kind"] != "Namespace":
         body = {**obj, "metadata": {**obj["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
         cluster.request("PUT", _path(obj, named=True), body=body)
+
+
+def dry_run_create(cluster, obj: dict) -> dict:
+    """What the API server (validation, admission: Pod Security included) says to creating
+    ``obj``, nothing stored (dryRun=All)."""
+    return cluster.request("POST", _path(obj, named=False), {"dryRun": "All"}, body=obj)
 
 
 def delete(cluster, obj: dict) -> None:
