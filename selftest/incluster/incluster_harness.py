@@ -4,6 +4,7 @@ TokenRequest API, a kubeconfig holding only that token, the RBAC rules with the 
 comments name, and an access review to wait until RBAC has taken a change in."""
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 import time
@@ -126,6 +127,9 @@ class Rule:
         return f"{self.role_name}:{resources}:{'+'.join(self.rule['verbs'])}"
 
 
+#: the check ids of tests/ (named in @check or in a module constant it takes)
+CHECK_IDS = set(re.findall(r'"((?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)+)"', "".join(
+    p.read_text() for p in (REPO / "tests").rglob("*.py")))) | {"cluster.api.reachable"}
 CHECK_ID = re.compile(r"\b(?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)*")
 
 
@@ -164,3 +168,19 @@ def _check_ids(text: str) -> tuple[str, ...]:
         elif word.startswith(".") and last and re.fullmatch(r"\.[a-z_]+", word.rstrip(".")):
             ids.append(last.rsplit(".", 1)[0] + word.rstrip("."))
     return tuple(dict.fromkeys(ids))
+
+
+@contextlib.contextmanager
+def rule_removed(cluster, role: dict, rule: Rule, needs: str, namespace: str | None):
+    """``role`` applied without ``rule`` until the block ends (then put back), waiting both
+    times until RBAC answers accordingly for ``needs`` (``<verb> <resource>[.<group>]``)."""
+    verb, resource = needs.split(" ")[:2]
+    group = rule.rule["apiGroups"][0]
+    resource = resource.removesuffix(f".{group}") if group else resource
+    apply(cluster, {**role, "rules": [r for i, r in enumerate(role["rules"]) if i != rule.index]})
+    try:
+        wait_access(cluster, False, verb, resource, group, namespace)
+        yield
+    finally:
+        apply(cluster, role)
+        wait_access(cluster, True, verb, resource, group, namespace)

@@ -8,7 +8,6 @@ Each case removes one rule from the applied role, waits until RBAC answers "no" 
 and only the checks about that rule (-k), and puts the rule back."""
 from __future__ import annotations
 
-import re
 
 import pytest
 
@@ -16,9 +15,7 @@ import incluster_harness as h
 from cluster_harness import PROFILE, by_check
 from runner import run_suite
 
-#: the check ids of tests/ (named in @check or in a module constant it takes)
-CHECK_IDS = set(re.findall(r'"((?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)+)"', "".join(
-    p.read_text() for p in (h.REPO / "tests").rglob("*.py")))) | {"cluster.api.reachable"}
+CHECK_IDS = h.CHECK_IDS
 
 #: rule (role:resources:verbs) -> (-k expression, check id, param, the line's start)
 REMOVALS = {
@@ -88,20 +85,11 @@ def test_without_the_rule_the_check_says_what_it_needs(label, admin, installed, 
     assert check_id in rule.checks, f"{label}'s comment does not name {check_id}"
     role = next(o for o in installed if o["kind"] == rule.role_kind and o["metadata"]["name"] == rule.role_name)
     namespace = role["metadata"].get("namespace") or ("gpuconform-x" if "gpuconform-" in line else None)
-    verb, resource = line.split("needs ", 1)[1].split(" ")[:2]
-    group = rule.rule["apiGroups"][0]
-    resource = resource.removesuffix(f".{group}") if group else resource
-    without = {**role, "rules": [r for i, r in enumerate(role["rules"]) if i != rule.index]}
-    h.apply(admin, without)
-    try:
-        h.wait_access(admin, False, verb, resource, group, namespace)
+    with h.rule_removed(admin, role, rule, line.split("needs ", 1)[1], namespace):
         kubeconfig = h.token_kubeconfig(tmp_path / "sa.kubeconfig", platform.server, h.ca_file(platform.kubeconfig),
                                         sa_token)
         proc, doc = run_suite("-m", "cluster", "-k", k, "-q", f"--profile={PROFILE}", f"--kubeconfig={kubeconfig}",
                               report_dir=tmp_path / "reports", timeout=300)
-    finally:
-        h.apply(admin, role)
-        h.wait_access(admin, True, verb, resource, group, namespace)
     assert doc, proc.stdout[-3000:] + proc.stderr[-2000:]
     result = by_check(doc)[(check_id, param)]
     assert result["verdict"] == "error", (result["verdict"], result["message"])
