@@ -4,7 +4,8 @@ control plane when one runs already in this pytest process's state folder, else 
 Fixtures:
 * ``platform`` -- the running cluster bed (session);
 * ``admin`` -- the suite's own connection to it as the bed's admin (to set things up);
-* ``installed`` -- manifests/in-cluster's namespace, ServiceAccount and RBAC applied (module),
+* ``installed`` -- manifests/in-cluster's namespace, ServiceAccount, RBAC and admission
+  policy applied (module),
   deleted afterwards;
 * ``sa_token`` -- a token of that ServiceAccount (TokenRequest).
 """
@@ -49,7 +50,7 @@ def admin(platform):
 
 @pytest.fixture(scope="module")
 def installed(admin):
-    objects = h.documents(h.IN_CLUSTER / "00-namespace.yaml") + h.documents(h.RBAC)
+    objects = h.documents(h.IN_CLUSTER / "00-namespace.yaml") + h.documents(h.RBAC) + h.documents(h.FENCE)
     for obj in objects:
         h.apply(admin, obj)
     h.wait_access(admin, True, "list", "nodes")

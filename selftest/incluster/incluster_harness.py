@@ -16,6 +16,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 IN_CLUSTER = REPO / "manifests" / "in-cluster"
 RBAC = IN_CLUSTER / "10-rbac.yaml"
+FENCE = IN_CLUSTER / "11-admission-policy.yaml"
 NAMESPACE, SERVICE_ACCOUNT = "gpuconform", "gpuconform"
 USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
 sys.path.insert(0, str(REPO / "selftest" / "cluster_checks"))
@@ -30,6 +31,9 @@ KINDS = {
     "ClusterRoleBinding": ("/apis/rbac.authorization.k8s.io/v1", False, "clusterrolebindings"),
     "Role": ("/apis/rbac.authorization.k8s.io/v1", True, "roles"),
     "RoleBinding": ("/apis/rbac.authorization.k8s.io/v1", True, "rolebindings"),
+    "ValidatingAdmissionPolicy": ("/apis/admissionregistration.k8s.io/v1", False, "validatingadmissionpolicies"),
+    "ValidatingAdmissionPolicyBinding": ("/apis/admissionregistration.k8s.io/v1", False,
+                                         "validatingadmissionpolicybindings"),
     "PersistentVolumeClaim": ("/api/v1", True, "persistentvolumeclaims"),
     "Pod": ("/api/v1", True, "pods"),
     "Job": ("/apis/batch/v1", True, "jobs"),

@@ -97,3 +97,34 @@ def test_without_the_rule_the_check_says_what_it_needs(label, admin, installed, 
     assert h.USER in result["message"] and "\n" not in result["message"].strip()
     assert proc.returncode == 1  # could not check: REJECTED
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_the_fence_keeps_writes_to_its_own_run_namespaces(admin, installed, sa_token, platform, tmp_path):
+    """RBAC grants namespace and pod writes cluster-wide (the run's namespace is named at run
+    time); 11-admission-policy.yaml denies the ServiceAccount every such write outside a
+    gpuconform-<run id> namespace labelled managed-by=gpuconform, and allows it inside."""
+    from gpuconform.cluster.connect import connect
+    from gpuconform.cluster.errors import Forbidden
+    kubeconfig = h.token_kubeconfig(tmp_path / "sa.kubeconfig", platform.server, h.ca_file(platform.kubeconfig),
+                                    sa_token)
+    sa = connect(str(kubeconfig), timeout=30)
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "not-ours", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    own = {"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": "gpuconform-fence-test", "labels": {"app.kubernetes.io/managed-by": "gpuconform"}}}
+    denied = [
+        lambda: sa.request("POST", "/api/v1/namespaces/default/pods", {"dryRun": "All"}, body=pod,
+                           what="creating pod default/not-ours"),
+        lambda: sa.request("DELETE", "/api/v1/namespaces/kube-public", {"dryRun": "All"},
+                           what="deleting namespace kube-public"),
+        lambda: sa.request("POST", "/api/v1/namespaces", {"dryRun": "All"},
+                           body={**own, "metadata": {"name": "gpuconform-unlabelled"}},
+                           what="creating namespace gpuconform-unlabelled"),
+    ]
+    for attempt in denied:
+        with pytest.raises(Forbidden) as refused:
+            attempt()
+        assert "gpuconform may write only its own run namespaces" in str(refused.value), refused.value
+        assert str(refused.value).startswith("forbidden while "), refused.value
+    sa.request("POST", "/api/v1/namespaces", {"dryRun": "All"}, body=own)  # its own kind: allowed
+    sa.close()
