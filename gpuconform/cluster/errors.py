@@ -53,8 +53,8 @@ def _server_message(exc: Exception) -> str:
 
 
 def forbidden_line(exc: Exception, what: str) -> str:
-    """One line for a 403: ``forbidden: needs list nodes (cluster-wide) while <what>; <user> lacks
-    it``; the resource is named as kubectl and RBAC rules name it (``<plural>[.<group>]``,
+    """One line for a 403: ``forbidden: needs list nodes (cluster-wide) while <what>; <user> is not
+    granted it``; the resource is named as kubectl and RBAC rules name it (``<plural>[.<group>]``,
     ``pods/log``). A 403 that is not RBAC's (e.g. an admission webhook) keeps the server's text."""
     message = _server_message(exc)
     m = _FORBIDDEN.search(message)
@@ -71,7 +71,6 @@ def forbidden_line(exc: Exception, what: str) -> str:
             scope = f'namespace {m["ns"]}'
         else:
             scope = f'in namespace {m["ns"]}'
-
     return f"forbidden: needs {needed} ({scope}) while {what}; {m['user']} is not granted it"
 
 
@@ -81,3 +80,8 @@ def request_error_line(exc: Exception, what: str) -> str:
     if getattr(exc, "status", None) == 403:
         return forbidden_line(exc, what)
     return f"{what}: {api_error_line(exc)}"
+
+
+def api_error(exc: Exception, what: str) -> ClusterError:
+    """The error to raise for a refused request: :class:`Forbidden` for a 403, else ClusterError."""
+    return (Forbidden if getattr(exc, "status", None) == 403 else ClusterError)(request_error_line(exc, what))

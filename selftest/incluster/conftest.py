@@ -5,7 +5,7 @@ Fixtures:
 * ``platform`` -- the running cluster bed (session);
 * ``admin`` -- the suite's own connection to it as the bed's admin (to set things up);
 * ``installed`` -- manifests/in-cluster's namespace, ServiceAccount, RBAC and admission
-  policy applied (module),
+  policy applied (session),
   deleted afterwards;
 * ``sa_token`` -- a token of that ServiceAccount (TokenRequest).
 """
@@ -48,7 +48,7 @@ def admin(platform):
     cluster.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def installed(admin):
     objects = h.documents(h.IN_CLUSTER / "00-namespace.yaml") + h.documents(h.RBAC) + h.documents(h.FENCE)
     for obj in objects:
@@ -59,6 +59,13 @@ def installed(admin):
         h.delete(admin, obj)
 
 
-@pytest.fixture(scope="module")
-def sa_token(admin, installed) -> str:
-    return h.token(admin)
+@pytest.fixture(scope="session")
+def sa_token(admin, installed, platform, tmp_path_factory) -> str:
+    """A token of the ServiceAccount, once its RBAC and admission policy are in force."""
+    token = h.token(admin)
+    kubeconfig = h.token_kubeconfig(tmp_path_factory.mktemp("sa") / "kubeconfig", platform.server,
+                                    h.ca_file(platform.kubeconfig), token)
+    sa = connect(str(kubeconfig), timeout=30)
+    h.wait_fence(sa)
+    sa.close()
+    return token

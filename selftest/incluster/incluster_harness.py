@@ -188,3 +188,20 @@ def rule_removed(cluster, role: dict, rule: Rule, needs: str, namespace: str | N
     finally:
         apply(cluster, role)
         wait_access(cluster, True, verb, resource, group, namespace)
+
+
+def wait_fence(sa_cluster, timeout: float = 30) -> None:
+    """Until 11-admission-policy.yaml is in force (the API server compiles a new policy in the
+    background): a pod of the ServiceAccount in ``default`` is refused (dry run)."""
+    from gpuconform.cluster.errors import Forbidden
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "fence-probe", "namespace": "default"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            sa_cluster.request("POST", "/api/v1/namespaces/default/pods", {"dryRun": "All"}, body=pod)
+        except Forbidden as exc:
+            if "gpuconform may write only" in str(exc):
+                return
+        assert time.monotonic() < deadline, "the admission policy is not in force"
+        time.sleep(0.3)

@@ -12,9 +12,11 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -134,6 +136,34 @@ def test_the_pod_runs_the_cluster_layer_with_the_service_account(image, platform
     assert not bad, bad
     assert len(results) > 40
     assert sa_token not in "".join(p.read_text(errors="replace") for p in reports.iterdir() if p.is_file())
+
+
+def test_sigterm_to_the_pods_pid_1_ends_the_run_cleanly(image, platform, admin, sa_token, tmp_path):
+    """activeDeadlineSeconds or a deleted Job: the kubelet sends SIGTERM to the container's PID 1,
+    the entrypoint script. It reaches the suite, which cleans up its run namespace and writes the
+    report of what finished: exit 2, not a killed run with leftovers."""
+    from gpuconform.cluster.sweep import leftovers
+    env = pod_environment(image, platform, sa_token)
+    env.update(GPUCONFORM_REPORT_DIR=str(tmp_path / "reports"), GPUCONFORM_ARGS="-k test_no_gpu_without_request")
+    (command,) = containerfile()["ENTRYPOINT"]
+    before = {n["metadata"]["name"] for n in leftovers(admin)[0]}
+    proc = subprocess.Popen([str(image / a.lstrip("/")) for a in json.loads(command)], env=env,
+                            cwd=image / containerfile()["WORKDIR"][-1].lstrip("/"), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not {n["metadata"]["name"] for n in leftovers(admin)[0]} - before:  # this run's namespace: mid-run
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:] if proc.stdout else ""
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)  # to the script only, as the kubelet signals PID 1
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 2, out[-3000:]
+    assert "REJECTED (interrupted)" in out
+    assert list((tmp_path / "reports").glob("*.json")), out[-2000:]
+    deadline = time.monotonic() + 60
+    while (left := [n for n in leftovers(admin)[0] if n["metadata"]["name"] not in before
+                    and (n.get("status") or {}).get("phase") != "Terminating"]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, [n["metadata"]["name"] for n in left]
 
 
 def test_a_refused_token_is_the_reachable_check_failing(image, platform, installed, tmp_path):

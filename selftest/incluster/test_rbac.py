@@ -115,8 +115,8 @@ def test_the_fence_keeps_writes_to_its_own_run_namespaces(admin, installed, sa_t
     denied = [
         lambda: sa.request("POST", "/api/v1/namespaces/default/pods", {"dryRun": "All"}, body=pod,
                            what="creating pod default/not-ours"),
-        lambda: sa.request("DELETE", "/api/v1/namespaces/kube-public", {"dryRun": "All"},
-                           what="deleting namespace kube-public"),
+        lambda: sa.request("DELETE", "/api/v1/namespaces/gpu-operator", {"dryRun": "All"},
+                           what="deleting namespace gpu-operator"),
         lambda: sa.request("POST", "/api/v1/namespaces", {"dryRun": "All"},
                            body={**own, "metadata": {"name": "gpuconform-unlabelled"}},
                            what="creating namespace gpuconform-unlabelled"),
