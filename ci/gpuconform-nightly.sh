@@ -42,6 +42,24 @@ if [ -z "$suite" ]; then
 fi
 [ -n "$suite" ] && [ -d "$suite/tests" ] || die "no suite folder (tests/, conftest.py): set GPUCONFORM_SUITE_DIR"
 
+# The node layer without hosts would judge the machine the run is on (testinfra's local://): in a
+# pod or on a CI runner that is never what is meant.
+if [ -z "${GPUCONFORM_HOSTS:-}" ] && ! (cd "$suite" && "$python" - "$profile" "$markers") <<'EOF_PY'
+import sys
+try:
+    from _pytest.mark.expression import Expression
+    from gpuconform.profile import load
+    import itertools
+    expr, extra = Expression.compile(sys.argv[2]), ("mig", "security", "disruptive")
+    node = any(expr.evaluate(lambda name, **kw: name in {"node", *more})  # a node check with any other markers
+               for n in range(len(extra) + 1) for more in itertools.combinations(extra, n))
+    sys.exit(1 if node and not load(sys.argv[1]).profile.hosts else 0)
+except Exception:  # noqa: BLE001 - a bad profile, -m expression or install: the suite says which
+    sys.exit(0)
+EOF_PY
+then
+  die "GPUCONFORM_MARKERS selects the node layer but no hosts are given: set GPUCONFORM_HOSTS (e.g. k8s-node:// hosts) or hosts: in the profile, or leave node out of GPUCONFORM_MARKERS"
+fi
 mkdir -p "$reports" || die "GPUCONFORM_REPORT_DIR=$reports cannot be created"
 reports=$(cd "$reports" && pwd)
 baseline=$(absolute "${GPUCONFORM_BASELINE:-$reports/baseline.json}")
@@ -79,13 +97,14 @@ while [ "$code" -gt 128 ] && kill -0 "$child" 2>/dev/null; do wait "$child"; cod
 trap - TERM INT
 
 [ -f "$json" ] || json=
+[ -f "$junit" ] || junit=
 case $code in
   0) verdict=ACCEPTED ;;
   1) verdict=REJECTED ;;
   2) verdict="REJECTED (interrupted)" ;;
   *) verdict="not judged (exit $code)" ;;
 esac
-echo "gpuconform-nightly: $verdict; JSON: ${json:-none}; JUnit: $junit"
+echo "gpuconform-nightly: $verdict; JSON: ${json:-none}; JUnit: ${junit:-none}"
 if [ "$code" -eq 0 ] && [ -n "$json" ]; then  # ACCEPTED: the next run's baseline
   mkdir -p "$(dirname "$baseline_out")" && cp "$json" "$baseline_out.tmp" && mv "$baseline_out.tmp" "$baseline_out" \
     && echo "gpuconform-nightly: kept as the next baseline: $baseline_out" \
