@@ -16,7 +16,8 @@ nightly holds the last accepted run's JSON:
   ``gpuconform-baseline`` (``GET /repos/{repo}/actions/runs/{id}/artifacts?name=...``), the
   zip behind ``archive_download_url``; authenticated with $GITHUB_TOKEN (actions: read).
 
-No accepted run yet, or the store refusing: one line saying so, no OUT written, exit 0 (the
+The branch is the pipeline's own ($CI_COMMIT_REF_NAME, $GITHUB_REF_NAME) unless
+$GPUCONFORM_BASELINE_REF names another. No accepted run yet, or the store refusing: one line saying so, no OUT written, exit 0 (the
 run goes on without a baseline). Only the standard library: runs on any CI image with Python.
 """
 from __future__ import annotations
