@@ -55,11 +55,11 @@ def _server_message(exc: Exception) -> str:
 def forbidden_line(exc: Exception, what: str) -> str:
     """One line for a 403: ``forbidden: needs list nodes (cluster-wide) while <what>; <user> is not
     granted it``; the resource is named as kubectl and RBAC rules name it (``<plural>[.<group>]``,
-    ``pods/log``). A 403 that is not RBAC's (e.g. an admission webhook) keeps the server's text."""
-    message = _server_message(exc)
-    m = _FORBIDDEN.search(message)
+    ``pods/log``). A 403 that is not RBAC's (an admission policy or webhook) is told as any other
+    refusal: ``<what>: HTTP 403 Forbidden: <the server's message>``."""
+    m = _FORBIDDEN.search(_server_message(exc))
     if not m:
-        return f"forbidden while {what}: {message or api_error_line(exc)}"
+        return f"{what}: {api_error_line(exc)}"
     if m["path"]:
         needed, scope = f'{m["verb"]} path {m["path"]}', "non-resource URL"
     else:

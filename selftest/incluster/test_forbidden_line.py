@@ -1,6 +1,6 @@
 """A 403 from the API server becomes one line naming the rule to add: the three forms of the
 API server's RBAC message (apiserver endpoints/handlers/responsewriters/errors.go,
-forbiddenMessage), and a 403 that is not RBAC's (an admission policy) keeping its own text.
+forbiddenMessage), and a 403 that is not RBAC's (an admission policy) told as any other refusal.
 The bodies are Status objects as the API server sends them."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ class Refusal(Exception):
     (f'forbidden: User "{USER}" cannot get path "/metrics"',
      f"forbidden: needs get path /metrics (non-resource URL) while listing nodes; {USER} is not granted it"),
     ('pods "x" is forbidden: ValidatingAdmissionPolicy \'p\' with binding \'p\' denied request: no',
-     'forbidden while listing nodes: pods "x" is forbidden: ValidatingAdmissionPolicy \'p\' with binding \'p\' '
+     'listing nodes: HTTP 403 Forbidden: pods "x" is forbidden: ValidatingAdmissionPolicy \'p\' with binding \'p\' '
      'denied request: no'),
 ])
 def test_a_403_names_what_is_missing(message, line):
