@@ -8,7 +8,7 @@ night keeps nothing, so the baseline stays the last accepted run.
 Shortcuts, said here: the nights run the cluster layer's API checks only (GPUCONFORM_MARKERS /
 GPUCONFORM_ARGS, CI variables of the templates); one repository copy serves all nights (its
 reports/ and baseline/ are emptied between them, as the runner's clean would) so the venv the
-install step made is reused; ``uses:`` steps are the platform's own actions and are not run:
+install step made is reused (GitHub's own install step installs again, in $RUNNER_TEMP); ``uses:`` steps are the platform's own actions and are not run:
 upload-artifact's effect (what it keeps, under which condition) is played by the stand-in store,
 the JUnit report's by matching its glob."""
 from __future__ import annotations
@@ -211,8 +211,6 @@ def test_github_nights(workdir, sa_kubeconfig, rejected_profile, tmp_path):
     server, base = serve(store, "nightly.yml")
     runner_temp = tmp_path / "runner-temp"
     runner_temp.mkdir()
-    if (workdir / ".venv-ci").exists():  # the venv the GitLab night's install step made
-        (runner_temp / "venv").symlink_to(workdir / ".venv-ci")
     try:
         code, log = github_night(workdir, store, base, runner_temp, sa_kubeconfig,
                                  GPUCONFORM_MARKERS="cluster", GPUCONFORM_ARGS=NARROW)

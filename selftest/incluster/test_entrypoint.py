@@ -26,6 +26,8 @@ import yaml
 import incluster_harness as h
 from cluster_harness import PROFILE, by_check
 
+WHOLE_GPU_WORKER = "gpu-worker-3"  # all-disabled: the only worker offering nvidia.com/gpu
+
 CONTAINERFILE = h.IN_CLUSTER / "Containerfile"
 JOB = h.IN_CLUSTER / "50-job.yaml"
 
@@ -62,7 +64,7 @@ def image(tmp_path_factory) -> Path:
                 into.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(src_path, into)
     (run,) = spec["RUN"]
-    install = run.split("&&")[0].split()
+    install, *cleanups = [c.split() for c in run.split("&&")]
     assert install[:2] == ["pip", "install"] and "-e" not in install and "--editable" not in install, run
     venv = root / "usr" / "local"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -74,8 +76,12 @@ def image(tmp_path_factory) -> Path:
     proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", f"--prefix={venv}", target],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for command in cleanups:  # the RUN line's removals, inside the image's root
+        assert command[:2] == ["rm", "-rf"], command
+        subprocess.run(["rm", "-rf", *(str(root / a.lstrip("/")) for a in command[2:])], check=True)
+    suite = root / workdir.lstrip("/")
     where = subprocess.run([str(venv / "bin" / "python"), "-c", "import gpuconform;print(gpuconform.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=root).stdout.strip()
+                           capture_output=True, text=True, check=True, cwd=suite).stdout.strip()
     assert where.startswith(str(site)), f"gpuconform imported from {where}, not the image's install"
     return root
 
@@ -138,32 +144,38 @@ def test_the_pod_runs_the_cluster_layer_with_the_service_account(image, platform
     assert sa_token not in "".join(p.read_text(errors="replace") for p in reports.iterdir() if p.is_file())
 
 
-def test_sigterm_to_the_pods_pid_1_ends_the_run_cleanly(image, platform, admin, sa_token, tmp_path):
+@pytest.fixture
+def pod_stays_pending(admin):
+    """The only whole-GPU worker cordoned: the vectoradd pod waits Pending (as in
+    selftest/cluster_checks/test_waits_and_cleanup.py), so a signal lands mid-wait."""
+    admin.patch(f"/api/v1/nodes/{WHOLE_GPU_WORKER}", {"spec": {"unschedulable": True}})
+    yield
+    admin.patch(f"/api/v1/nodes/{WHOLE_GPU_WORKER}", {"spec": {"unschedulable": None}})
+
+
+def test_sigterm_to_the_pods_pid_1_ends_the_run_cleanly(image, platform, admin, sa_token, pod_stays_pending, tmp_path):
     """activeDeadlineSeconds or a deleted Job: the kubelet sends SIGTERM to the container's PID 1,
     the entrypoint script. It reaches the suite, which cleans up its run namespace and writes the
     report of what finished: exit 2, not a killed run with leftovers."""
-    from gpuconform.cluster.sweep import leftovers
     env = pod_environment(image, platform, sa_token)
-    env.update(GPUCONFORM_REPORT_DIR=str(tmp_path / "reports"), GPUCONFORM_ARGS="-k test_no_gpu_without_request")
+    env.update(GPUCONFORM_REPORT_DIR=str(tmp_path / "reports"), GPUCONFORM_ARGS="-k vectoradd_whole_gpu")
     (command,) = containerfile()["ENTRYPOINT"]
-    before = {n["metadata"]["name"] for n in leftovers(admin)[0]}
     proc = subprocess.Popen([str(image / a.lstrip("/")) for a in json.loads(command)], env=env,
                             cwd=image / containerfile()["WORKDIR"][-1].lstrip("/"), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 120
-    while not {n["metadata"]["name"] for n in leftovers(admin)[0]} - before:  # this run's namespace: mid-run
-        assert proc.poll() is None and time.monotonic() < deadline, proc.stdout.read()[-3000:] if proc.stdout else ""
+    while not (pods := admin.get_json("/api/v1/pods", {"labelSelector": "app.kubernetes.io/managed-by=gpuconform"})["items"]):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0][-3000:]
         time.sleep(0.2)
+    time.sleep(0.5)  # mid-wait
     proc.send_signal(signal.SIGTERM)  # to the script only, as the kubelet signals PID 1
     out, _ = proc.communicate(timeout=120)
     assert proc.returncode == 2, out[-3000:]
     assert "REJECTED (interrupted)" in out
     assert list((tmp_path / "reports").glob("*.json")), out[-2000:]
-    deadline = time.monotonic() + 60
-    while (left := [n for n in leftovers(admin)[0] if n["metadata"]["name"] not in before
-                    and (n.get("status") or {}).get("phase") != "Terminating"]) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not left, [n["metadata"]["name"] for n in left]
+    run_namespace = pods[0]["metadata"]["namespace"]
+    gone = admin.get_json(f"/api/v1/namespaces/{run_namespace}", missing_ok=True)
+    assert gone is None or gone["status"]["phase"] == "Terminating", gone
 
 
 def test_a_refused_token_is_the_reachable_check_failing(image, platform, installed, tmp_path):
