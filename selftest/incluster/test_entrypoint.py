@@ -79,10 +79,11 @@ def image(tmp_path_factory) -> Path:
     for command in cleanups:  # the RUN line's removals, inside the image's root
         assert command[:2] == ["rm", "-rf"], command
         subprocess.run(["rm", "-rf", *(str(root / a.lstrip("/")) for a in command[2:])], check=True)
-    suite = root / workdir.lstrip("/")
-    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import gpuconform;print(gpuconform.__file__)"],
-                           capture_output=True, text=True, check=True, cwd=suite).stdout.strip()
-    assert where.startswith(str(site)), f"gpuconform imported from {where}, not the image's install"
+    # the install stands alone (away from the copied sources): package, report files, pod manifests
+    check = ("import gpuconform, gpuconform.cluster.workloads as w, gpuconform.plugin.hooks as k;"
+             "print(gpuconform.__file__); assert w.MANIFESTS.is_dir() and k.CSS.is_file(), w.MANIFESTS")
+    proc = subprocess.run([str(venv / "bin" / "python"), "-c", check], capture_output=True, text=True, cwd=root)
+    assert proc.returncode == 0 and proc.stdout.startswith(str(site)), proc.stdout + proc.stderr
     return root
 
 
