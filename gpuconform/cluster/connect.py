@@ -1,6 +1,7 @@
 """A connection to the API server: from --kubeconfig, $KUBECONFIG, in-cluster config or
 ~/.kube/config; every HTTP request counted; transient errors retried under a deadline; every
-failure one line (``Unreachable`` / ``ClusterError``), never a traceback.
+failure one line (``Unreachable`` / ``ClusterError``), never a traceback; a request RBAC refuses
+(403) is ``Forbidden``, naming the rule the credentials lack (``forbidden: needs <verb> <resource>``).
 
 Refusals are answered at once with their cause, never retried: a certificate that expired, is
 signed by another CA or names another host, a server that does not speak TLS, credentials
@@ -24,7 +25,7 @@ import urllib3
 import yaml
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
-from gpuconform.cluster.errors import ClusterError, Unreachable, api_error_line
+from gpuconform.cluster.errors import ClusterError, Unreachable, api_error, api_error_line
 from gpuconform.kubeflow.tls import served_certificate
 from gpuconform.node.facts import CannotTell
 
@@ -212,7 +213,7 @@ class Cluster:
             if exc.status == 401:
                 raise Unreachable(f"{self.server} refused our credentials ({self.source}): "
                                   f"{api_error_line(exc)}") from None
-            raise ClusterError(f"{what}: {api_error_line(exc)}") from None
+            raise api_error(exc, what) from None  # a 403: "forbidden: needs <verb> <resource> ..."
         except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError) as exc:
             refusal = tls_refusal(self.server, self.api.configuration.ssl_ca_cert, exc)
             if refusal:

@@ -15,7 +15,7 @@ import threading
 from typing import Callable
 
 from gpuconform.cluster.connect import Cluster
-from gpuconform.cluster.errors import ClusterError
+from gpuconform.cluster.errors import ClusterError, Forbidden
 
 PREFIX = "gpuconform-"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "gpuconform"}
@@ -108,6 +108,8 @@ def ensure(cluster: Cluster, cleanup: Cleanup, timeout: float, run_id: str | Non
     ns = RunNamespace(cluster, cleanup, run_id).create()
     try:
         ns.wait_default_service_account(timeout)
+    except Forbidden:
+        raise  # its one line names the namespace already
     except Exception as exc:
         raise ClusterError(f"namespace {ns.name}: {exc}") from None
     return ns

@@ -10,7 +10,7 @@ from typing import Any, Callable, TypeVar
 import urllib3
 
 from gpuconform.cluster.connect import Cluster, _k8s, transient
-from gpuconform.cluster.errors import ClusterError, api_error_line
+from gpuconform.cluster.errors import api_error
 
 T = TypeVar("T")
 Objects = dict[str, dict]
@@ -78,7 +78,7 @@ def watch_until(cluster: Cluster, what: str, path: str, *, timeout: float,
                     return result
         except ApiException as exc:
             if exc.status != 410 and not transient(exc):
-                raise ClusterError(f"watching for {what}: {api_error_line(exc)}") from None
+                raise api_error(exc, f"watching for {what}") from None
             rv = None
         except (urllib3.exceptions.HTTPError, ConnectionError, TimeoutError, json.JSONDecodeError):
             rv = None  # dropped watch: list again after a short pause

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Callable
@@ -13,11 +14,15 @@ import yaml
 
 from gpuconform.cluster import pods as podstate
 from gpuconform.cluster.connect import Cluster
-from gpuconform.cluster.errors import ClusterError
+from gpuconform.cluster.errors import ClusterError, Forbidden
 from gpuconform.cluster.namespace import RunNamespace
 from gpuconform.cluster.waiting import Stop, WaitTimeout, watch_one, watch_until
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+#: the pods' manifests: beside the package in a checkout (or an editable install), else where a
+#: non-editable install put them (pyproject.toml data-files)
+MANIFESTS = next((d for d in (Path(__file__).resolve().parents[2] / "manifests",
+                              Path(sys.prefix) / "share" / "gpuconform" / "manifests") if d.is_dir()),
+                 Path(__file__).resolve().parents[2] / "manifests")
 VECTORADD_PASSED = "Test PASSED"
 
 
@@ -153,6 +158,8 @@ class Workloads:
             try:
                 return self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
                                             what=f"reading the log of {name}", text=True)
+            except Forbidden:
+                raise  # no right to read logs: the check could not check, it did not fail
             except ClusterError as exc:
                 if "HTTP 400" not in str(exc) or time.monotonic() > deadline:
                     return f"(log unreadable: {exc})"

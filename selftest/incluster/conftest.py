@@ -1,0 +1,71 @@
+"""The in-cluster selftests run against the cluster bed of selftest/cluster_checks (the same
+control plane when one runs already in this pytest process's state folder, else started here).
+
+Fixtures:
+* ``platform`` -- the running cluster bed (session);
+* ``admin`` -- the suite's own connection to it as the bed's admin (to set things up);
+* ``installed`` -- manifests/in-cluster's namespace, ServiceAccount, RBAC and admission
+  policy applied (session),
+  deleted afterwards;
+* ``sa_token`` -- a token of that ServiceAccount (TokenRequest).
+"""
+from __future__ import annotations
+
+import pytest
+
+import incluster_harness as h
+from cluster_harness import STATE
+from gpuconform.cluster.connect import connect
+from testbed.cluster.bed import TestBed
+from testbed.cluster.controlplane import ControlPlane
+from testbed.cluster.kube import client_for
+from testbed.cluster.platform import Platform
+from testbed.cluster.scenarios import Scenarios
+
+
+@pytest.fixture(scope="session")
+def platform():
+    bed = TestBed(STATE, attached=True)
+    owned = not ControlPlane(STATE).running()
+    if owned:
+        bed.start()
+    else:  # bound to the control plane already running in this state folder
+        bed.api = client_for(bed.kubeconfig)
+        bed.platform = Platform(bed.api)
+        bed.scenarios = Scenarios(bed.platform)
+        bed.reset()
+    try:
+        yield bed
+    finally:
+        if owned:
+            bed.stop()
+
+
+@pytest.fixture(scope="session")
+def admin(platform):
+    cluster = connect(str(platform.kubeconfig), timeout=30)
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture(scope="session")
+def installed(admin):
+    objects = h.documents(h.IN_CLUSTER / "00-namespace.yaml") + h.documents(h.RBAC) + h.documents(h.FENCE)
+    for obj in objects:
+        h.apply(admin, obj)
+    h.wait_access(admin, True, "list", "nodes")
+    yield objects
+    for obj in reversed(objects):
+        h.delete(admin, obj)
+
+
+@pytest.fixture(scope="session")
+def sa_token(admin, installed, platform, tmp_path_factory) -> str:
+    """A token of the ServiceAccount, once its RBAC and admission policy are in force."""
+    token = h.token(admin)
+    kubeconfig = h.token_kubeconfig(tmp_path_factory.mktemp("sa") / "kubeconfig", platform.server,
+                                    h.ca_file(platform.kubeconfig), token)
+    sa = connect(str(kubeconfig), timeout=30)
+    h.wait_fence(sa)
+    sa.close()
+    return token

@@ -1,0 +1,47 @@
+"""ci/gpuconform-nightly.sh refuses, in one line and with exit 4 before anything runs, what
+would make a nightly meaningless: no profile, an unreadable one, and the node layer selected
+without hosts (testinfra would then judge the pod or CI runner itself as a GPU host)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import incluster_harness as h
+
+SCRIPT = h.REPO / "ci" / "gpuconform-nightly.sh"
+
+
+def nightly(tmp_path, **env) -> subprocess.CompletedProcess:
+    base = {"PATH": "/usr/bin:/bin", "GPUCONFORM_PYTHON": sys.executable,
+            "GPUCONFORM_REPORT_DIR": str(tmp_path / "reports")}
+    return subprocess.run(["sh", str(SCRIPT)], env={**base, **env}, capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("env,says", [
+    ({}, "GPUCONFORM_PROFILE is not set"),
+    ({"GPUCONFORM_PROFILE": "nowhere.yaml"}, "GPUCONFORM_PROFILE=nowhere.yaml is not a readable file"),
+    ({"GPUCONFORM_PROFILE": str(h.REPO / "profiles" / "seed-h100.yaml")},
+     "GPUCONFORM_MARKERS selects the node layer but no hosts are given"),
+    ({"GPUCONFORM_PROFILE": str(h.REPO / "profiles" / "seed-h100.yaml"), "GPUCONFORM_MARKERS": "node and mig"},
+     "GPUCONFORM_MARKERS selects the node layer but no hosts are given"),
+])
+def test_refused_before_anything_runs(tmp_path, env, says):
+    proc = nightly(tmp_path, **env)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"gpuconform-nightly: {proc.stderr.split(': ', 1)[1].strip()}"]
+    assert says in proc.stderr
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
+
+
+def test_hosts_given_or_node_left_out_pass_the_guard(tmp_path):
+    """With GPUCONFORM_HOSTS, or without node in the markers, the suite is started (here it stops
+    at the missing kubeconfig: exit 4 from the suite, said by the suite)."""
+    seed = str(h.REPO / "profiles" / "seed-h100.yaml")
+    for env in ({"GPUCONFORM_HOSTS": "ssh://root@gpu-1", "GPUCONFORM_MARKERS": "node and cluster"},
+                {"GPUCONFORM_MARKERS": "cluster"}):
+        proc = nightly(tmp_path, GPUCONFORM_PROFILE=seed, GPUCONFORM_KUBECONFIG=str(tmp_path / "none"), **env)
+        assert "gpuconform-nightly: pytest -m" in proc.stdout, proc.stdout + proc.stderr
+        assert "no hosts are given" not in proc.stderr
