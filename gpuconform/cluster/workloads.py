@@ -15,10 +15,14 @@ from gpuconform.cluster import pods as podstate
 from gpuconform.cluster.connect import Cluster
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.cluster.namespace import RunNamespace
-from gpuconform.cluster.waiting import Stop, WaitTimeout, watch_one, watch_until
+from gpuconform.cluster.waiting import Stop, WaitTimeout, wait_for, watch_one, watch_until
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 VECTORADD_PASSED = "Test PASSED"
+
+
+class _NoLogYet(Exception):
+    """The kubelet has no log for the container yet (HTTP 400 right after it ended)."""
 
 
 class ImagePullFailed(ClusterError):
@@ -148,15 +152,23 @@ class Workloads:
     def log(self, name: str, settle_s: float = 10) -> str:
         """The pod's log. Right after a container ends the kubelet may briefly answer 400 (no
         logs yet): asked again for ``settle_s``."""
-        deadline = time.monotonic() + settle_s
-        while True:
+        last: list[ClusterError] = []
+
+        def read() -> list[str]:
             try:
-                return self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
-                                            what=f"reading the log of {name}", text=True)
+                return [self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
+                                             what=f"reading the log of {name}", text=True)]
             except ClusterError as exc:
-                if "HTTP 400" not in str(exc) or time.monotonic() > deadline:
-                    return f"(log unreadable: {exc})"
-                time.sleep(0.5)
+                last[:] = [exc]
+                if "HTTP 400" in str(exc):
+                    raise _NoLogYet() from None
+                raise
+
+        try:
+            return wait_for(f"the log of pod {name}", read, timeout=settle_s, retry_on=(_NoLogYet,),
+                            backoff_max=0.5, describe=lambda: str(last[0]) if last else "not asked yet")[0]
+        except (ClusterError, WaitTimeout):
+            return f"(log unreadable: {last[0] if last else 'no answer'})"
 
     def _result(self, name: str, pod: dict | None) -> PodRun:
         return PodRun(name=name, phase=podstate.phase(pod) if pod else "Gone",

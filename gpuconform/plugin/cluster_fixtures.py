@@ -6,6 +6,8 @@ asks it for the GPU workers); nothing connects when no cluster check is selected
 """
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 from typing import TYPE_CHECKING
 
@@ -32,12 +34,14 @@ class ClusterRun:
 
     def __init__(self, config: pytest.Config):
         from gpuconform.cluster import connect as connect_mod
+        from gpuconform.cluster import waiting
         from gpuconform.cluster.facts import ClusterFacts
         from gpuconform.cluster.namespace import Cleanup
         opt = config.option
         self.expected: ClusterExpectations = config.stash[keys.PROFILE].profile.cluster
         self.keep_on_failure = bool(getattr(opt, "gpuconform_keep_on_failure", False))
         self.cleanup = Cleanup()
+        waiting.progress = terminal_progress(config, waiting.Progress)
         self.namespace: "RunNamespace | None" = None
         self.operator_noted = False
         self.summary: list[str] = []
@@ -73,6 +77,19 @@ class ClusterRun:
         if self.cluster is not None:
             self.cluster.close()
         return errors
+
+
+def terminal_progress(config: pytest.Config, progress_type):
+    """Progress of long waits (pods scheduling, images pulling, MIG reconfiguration) on the
+    terminal or CI log that runs pytest, around pytest's output capture."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    stream = sys.__stderr__
+
+    def write(text: str) -> None:
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            stream.write(text)
+            stream.flush()
+    return progress_type(write, tty=stream.isatty())
 
 
 def cluster_run(config: pytest.Config) -> ClusterRun:
