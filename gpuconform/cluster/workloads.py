@@ -6,18 +6,17 @@ import copy
 import dataclasses
 import re
 import time
-from pathlib import Path
 from typing import Callable
 
 import yaml
 
+from gpuconform import resources
 from gpuconform.cluster import pods as podstate
 from gpuconform.cluster.connect import Cluster
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.cluster.namespace import RunNamespace
 from gpuconform.cluster.waiting import Stop, WaitTimeout, wait_for, watch_one, watch_until
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 VECTORADD_PASSED = "Test PASSED"
 
 
@@ -70,7 +69,7 @@ class PodRun:
 
 
 def load_manifest(name: str) -> dict:
-    return yaml.safe_load((MANIFESTS / name).read_text())
+    return yaml.safe_load(resources.manifest(name))
 
 
 def render(template: str, name: str, ns: RunNamespace, images: Images, *,
