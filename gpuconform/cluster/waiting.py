@@ -26,6 +26,8 @@ from gpuconform.cluster.errors import ClusterError, api_error_line
 
 T = TypeVar("T")
 Objects = dict[str, dict]
+#: A watch with no events is renewed this often, so that a long wait still shows its progress.
+PROGRESS_TICK_S = 5.0
 
 
 class WaitTimeout(Exception):
@@ -90,11 +92,11 @@ class ProgressLine:
             self.shown, self.shown_state, self.shown_at = True, state, now
 
     def end(self, outcome: str) -> None:
-        if not self.shown:
-            return
         took = time.monotonic() - self.started
+        if not self.shown and took < self.p.quiet_s:
+            return
         text = f"gpuconform: waited {took:.0f}s for {self.what}: {outcome}"
-        self.p.write(("\r" + text[:self.p.width] + "\033[K\n") if self.p.tty else text + "\n")
+        self.p.write((("\r" if self.shown else "\n") + text[:self.p.width] + "\033[K\n") if self.p.tty else text + "\n")
 
 
 #: The progress of every wait; the plugin points it at the terminal (around pytest's capture).
@@ -181,7 +183,8 @@ def watch_until(cluster: Cluster, what: str, path: str, *, timeout: float,
                 rv[0] = doc["metadata"].get("resourceVersion")
                 if result := condition(seen):
                     return result
-            for event in cluster.watch(path, {**query, "resourceVersion": rv[0]}, min(left, recheck_s or left)):
+            round_s = min(left, recheck_s or left, PROGRESS_TICK_S)
+            for event in cluster.watch(path, {**query, "resourceVersion": rv[0]}, round_s):
                 obj = event.get("object") or {}
                 if event.get("type") == "ERROR":
                     rv[0] = None  # e.g. 410 Gone: list again
