@@ -116,7 +116,8 @@ def test_a_long_wait_without_news_still_ends_with_one_line(monkeypatch):
     monkeypatch.setattr(waiting, "progress", waiting.Progress.to(stream, quiet_s=0.3))
     with pytest.raises(waiting.WaitTimeout):
         waiting.wait_for("pod ns/p to complete", lambda: None, timeout=0.5, interval=5, describe=lambda: "Pending")
-    assert re.fullmatch(r"gpuconform: waited [01]s for pod ns/p to complete: timed out: Pending\n", stream.getvalue())
+    assert re.fullmatch(r"(gpuconform: waiting for pod ns/p to complete: Pending \(0s left\)\n)?"
+                        r"gpuconform: waited [01]s for pod ns/p to complete: timed out: Pending\n", stream.getvalue())
 
 
 def test_other_errors_end_the_wait_at_once(shown):
