@@ -17,9 +17,11 @@ from gpuconform.plugin.gating import Gate
 
 REPO = Path(__file__).resolve().parents[2]
 CHECK_FILES = sorted((REPO / "tests").rglob("test_*.py"))
-DOCS = [REPO / "README.md", *sorted((REPO / "tests").glob("*/README.md")), *sorted((REPO / "docs").rglob("*.md"))]
+#: every Markdown file of the repository (the READMEs, docs/), .md files git does not track left out
+DOCS = sorted(p for p in REPO.rglob("*.md") if not any(part.startswith(".") or part in ("reports", "build") or
+                                                       part.endswith(".egg-info") for part in p.relative_to(REPO).parts))
 #: an id as written in prose: layer, then dotted lower-case parts; a parameter may follow in [...]
-ID_TOKEN = re.compile(r"(?<![\w.$/-])((?:node|cluster|kubeflow)(?:\.[a-z0-9_]+)+)(\.\*)?")
+ID_TOKEN = re.compile(r"(?<![\w.$/-])((?:node|cluster|kubeflow)(?:\.[a-z0-9_]+)+)(\.\*)?(?![\w/-])")
 #: a continuation that cannot be grepped: "node.gpu.count / .product"
 SHORTHAND = re.compile(r"[/,]\s*`?\.[a-z_]+")
 
