@@ -3,7 +3,7 @@ folder outside the repository: a node check (``local://``) and a cluster check t
 the package's manifests (against the simulated cluster).
 
 Offline: the wheel is built without build isolation from a copy of the repository's files
-(setuptools and wheel come with the test extras), installed with ``--no-deps --no-index``; the
+(setuptools comes with the test extras), installed with ``--no-deps --no-index``; the
 dependencies come from this virtualenv's site-packages through a ``.pth`` placed after the
 fresh site-packages, so the installed ``gpuconform`` is the one imported. pytest imports the
 checks in importlib mode, which puts no repository folder on ``sys.path``.
