@@ -10,7 +10,8 @@ profile nor imports the checks. Modules:
 * ``pods``      -- pod states (ready, terminal, image pull, crash) and one-line descriptions;
 * ``migconfig`` -- relabel nvidia.com/mig.config and follow the MIG manager (disruptive check);
 * ``miglayout`` -- a node's expected allocatable from the cluster's own mig-parted ConfigMap;
-* ``waiting``   -- the one wait helper: watch with a deadline, tenacity for transient errors;
+* ``waiting``   -- the one wait helper (tenacity: deadline, pauses, backoff); watches ride it;
+                   one progress line per wait (object, last state, time left);
 * ``namespace`` -- the run's labelled, prefixed, Pod-Security-restricted namespace and its cleanup;
 * ``workloads`` -- pods from ``manifests/`` run to completion, diagnostics captured before deletion;
 * ``operator``, ``kyverno``, ``nodes`` -- what the GPU Operator, Kyverno and GPU nodes look like;

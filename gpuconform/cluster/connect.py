@@ -26,7 +26,7 @@ import yaml
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 from gpuconform.cluster.errors import ClusterError, Unreachable, api_error, api_error_line
-from gpuconform.kubeflow.tls import served_certificate
+from gpuconform.tls import served_certificate
 from gpuconform.node.facts import CannotTell
 
 T = TypeVar("T")

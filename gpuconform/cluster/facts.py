@@ -6,35 +6,14 @@ of nodes). A read that fails is remembered and raised again, never retried per c
 """
 from __future__ import annotations
 
-import functools
-import threading
-from typing import Callable
-
 from gpuconform.cluster import operator
 from gpuconform.cluster.connect import Cluster, wait_reachable
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.mig import parted
+from gpuconform.once import Once, once
 
 MIG_PARTED_KEY = "config.yaml"
 VALIDATOR_APPS = (operator.VALIDATOR_DAEMONSET, *operator.WORKLOAD_VALIDATORS.values())
-
-
-def once(fn: Callable) -> Callable:
-    """Cache a fact (or the error reading it) on the instance; thread-safe."""
-    @functools.wraps(fn)
-    def wrapper(self, *args):
-        key = (fn.__name__, *args)
-        with self._lock:
-            if key not in self._cache:
-                try:
-                    self._cache[key] = (True, fn(self, *args))
-                except ClusterError as exc:
-                    self._cache[key] = (False, exc)
-            ok, value = self._cache[key]
-        if not ok:
-            raise value
-        return value
-    return wrapper
 
 
 class ClusterFacts:
@@ -44,8 +23,7 @@ class ClusterFacts:
         self.gpu_selector = gpu_selector
         self.operator_namespace = operator_namespace
         self.connect_timeout = connect_timeout
-        self._cache: dict = {}
-        self._lock = threading.RLock()
+        self._once = Once(ClusterError)
 
     # -- the API server ---------------------------------------------------------------------
     @once

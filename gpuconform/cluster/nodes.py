@@ -39,12 +39,10 @@ def is_ready(node: dict) -> bool:
 
 
 def quantity(value) -> int:
-    """Extended resources are integers; a suffixed quantity (``1k``) is read as such."""
-    text = str(value)
-    for suffix, factor in (("k", 1000), ("M", 1000 ** 2), ("G", 1000 ** 3)):
-        if text.endswith(suffix):
-            return int(text[:-1]) * factor
-    return int(text)
+    """An extended resource's count: integers, suffixed quantities (``1k``) read by the Kubernetes
+    client's own parser."""
+    from kubernetes.utils import parse_quantity  # the client loads only when a cluster check runs
+    return int(parse_quantity(value))
 
 
 def gpu_allocatable(node: dict) -> dict[str, int]:

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from gpuconform.cluster import migconfig
 from gpuconform.cluster.connect import connect
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.cluster.namespace import MANAGED_BY, RESTORE_MIG_CONFIG, RUN_LABEL
+from gpuconform.cluster.waiting import WaitTimeout, wait_for
 
 
 def selector(run_id: str | None) -> str:
@@ -62,16 +62,21 @@ def sweep(cluster, run_id: str | None = None, *, dry_run: bool = False, wait_s: 
         return 0
     if dry_run:
         return 1
-    deadline = time.monotonic() + wait_s
-    while wait_s and time.monotonic() < deadline:
-        left, _ = leftovers(cluster, run_id)
-        if not left:
-            out("all leftovers gone")
-            return 0
-        time.sleep(1)
-    if wait_s:
+    if not wait_s:
+        return 0
+    left: list[dict] = namespaces
+
+    def gone() -> bool:
+        left[:] = leftovers(cluster, run_id)[0]
+        return not left
+
+    try:
+        wait_for("run namespaces to be gone", gone, timeout=wait_s, interval=1,
+                 describe=lambda: f"{len(left)} left: {', '.join(n['metadata']['name'] for n in left)}")
+    except WaitTimeout:
         out(f"still terminating after {wait_s:.0f}s: {', '.join(n['metadata']['name'] for n in left)}")
         return 1
+    out("all leftovers gone")
     return 0
 
 

@@ -5,25 +5,23 @@ from __future__ import annotations
 import copy
 import dataclasses
 import re
-import sys
 import time
-from pathlib import Path
 from typing import Callable
 
 import yaml
 
+from gpuconform import resources
 from gpuconform.cluster import pods as podstate
 from gpuconform.cluster.connect import Cluster
 from gpuconform.cluster.errors import ClusterError, Forbidden
 from gpuconform.cluster.namespace import RunNamespace
-from gpuconform.cluster.waiting import Stop, WaitTimeout, watch_one, watch_until
+from gpuconform.cluster.waiting import Stop, WaitTimeout, wait_for, watch_one, watch_until
 
-#: the pods' manifests: beside the package in a checkout (or an editable install), else where a
-#: non-editable install put them (pyproject.toml data-files)
-MANIFESTS = next((d for d in (Path(__file__).resolve().parents[2] / "manifests",
-                              Path(sys.prefix) / "share" / "gpuconform" / "manifests") if d.is_dir()),
-                 Path(__file__).resolve().parents[2] / "manifests")
 VECTORADD_PASSED = "Test PASSED"
+
+
+class _NoLogYet(Exception):
+    """The kubelet has no log for the container yet (HTTP 400 right after it ended)."""
 
 
 class ImagePullFailed(ClusterError):
@@ -71,7 +69,7 @@ class PodRun:
 
 
 def load_manifest(name: str) -> dict:
-    return yaml.safe_load((MANIFESTS / name).read_text())
+    return yaml.safe_load(resources.manifest(name))
 
 
 def render(template: str, name: str, ns: RunNamespace, images: Images, *,
@@ -153,17 +151,27 @@ class Workloads:
     def log(self, name: str, settle_s: float = 10) -> str:
         """The pod's log. Right after a container ends the kubelet may briefly answer 400 (no
         logs yet): asked again for ``settle_s``."""
-        deadline = time.monotonic() + settle_s
-        while True:
+        last: list[ClusterError] = []
+
+        def read() -> list[str]:
             try:
-                return self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
-                                            what=f"reading the log of {name}", text=True)
+                return [self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
+                                             what=f"reading the log of {name}", text=True)]
             except Forbidden:
                 raise  # no right to read logs: the check could not check, it did not fail
             except ClusterError as exc:
-                if "HTTP 400" not in str(exc) or time.monotonic() > deadline:
-                    return f"(log unreadable: {exc})"
-                time.sleep(0.5)
+                last[:] = [exc]
+                if "HTTP 400" in str(exc):
+                    raise _NoLogYet() from None
+                raise
+
+        try:
+            return wait_for(f"the log of pod {name}", read, timeout=settle_s, retry_on=(_NoLogYet,),
+                            backoff_max=0.5, describe=lambda: str(last[0]) if last else "not asked yet")[0]
+        except Forbidden:
+            raise
+        except (ClusterError, WaitTimeout):
+            return f"(log unreadable: {last[0] if last else 'no answer'})"
 
     def _result(self, name: str, pod: dict | None) -> PodRun:
         return PodRun(name=name, phase=podstate.phase(pod) if pod else "Gone",

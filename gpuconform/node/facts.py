@@ -30,6 +30,10 @@ def _failed(sec: probe.Section, fallback: str = "") -> str:
 class NodeFacts:
     """Everything the node checks need to know about one host."""
 
+    #: True when ``error`` says the host could not be checked at all (a k8s-node:// probe pod
+    #: that never ran): an error, not the host failing to answer.
+    could_not_check = False
+
     def __init__(self, host: str, sections: dict[str, probe.Section], error: str | None = None):
         self.host = host
         self.sections = sections

@@ -1,19 +1,21 @@
 """Fixtures of the cluster layer: the connection and snapshot, the run's namespace with its
-cleanup, the workload runner, evidence, and "blocked by" for cluster checks.
+cleanup, the workload runner, evidence, and the layer's part of the gate (gating.py).
 
 One :class:`ClusterRun` per pytest process, made on first use (collection of tests/cluster
 asks it for the GPU workers); nothing connects when no cluster check is selected.
 """
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 from typing import TYPE_CHECKING
 
 import pytest
 
 from gpuconform.cluster.errors import ClusterError
-from gpuconform.plugin import keys
-from gpuconform.plugin.gating import Gate
+from gpuconform.plugin import gating, keys
+from gpuconform.plugin.evidence import DISCARD, Evidence
 from gpuconform.profile import ClusterExpectations
 from gpuconform.report.record import note_platform
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # the kubernetes client loads only when a cluster check runs
     from gpuconform.cluster.workloads import Workloads
 
 REACHABLE = "cluster.api.reachable"
+API_ANSWERS = "API server answers"
 CLUSTER_RUN = pytest.StashKey["ClusterRun"]()
 
 
@@ -31,14 +34,15 @@ class ClusterRun:
 
     def __init__(self, config: pytest.Config):
         from gpuconform.cluster import connect as connect_mod
+        from gpuconform.cluster import waiting
         from gpuconform.cluster.facts import ClusterFacts
         from gpuconform.cluster.namespace import Cleanup
         opt = config.option
         self.expected: ClusterExpectations = config.stash[keys.PROFILE].profile.cluster
         self.keep_on_failure = bool(getattr(opt, "gpuconform_keep_on_failure", False))
         self.cleanup = Cleanup()
+        waiting.progress = terminal_progress(config, waiting.Progress)
         self.namespace: "RunNamespace | None" = None
-        self.gate = Gate()
         self.operator_noted = False
         self.summary: list[str] = []
         self.connect_error: str | None = None
@@ -73,6 +77,19 @@ class ClusterRun:
         if self.cluster is not None:
             self.cluster.close()
         return errors
+
+
+def terminal_progress(config: pytest.Config, progress_type):
+    """Progress of long waits (pods scheduling, images pulling, MIG reconfiguration) on the
+    terminal or CI log that runs pytest, around pytest's output capture."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    stream = sys.__stderr__
+
+    def write(text: str) -> None:
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            stream.write(text)
+            stream.flush()
+    return progress_type(write, tty=stream.isatty())
 
 
 def cluster_run(config: pytest.Config) -> ClusterRun:
@@ -116,7 +133,7 @@ def cluster_expected(pytestconfig: pytest.Config) -> ClusterExpectations:
 def cluster(cluster_session: ClusterRun) -> "ClusterFacts":
     """Read-only snapshot of the cluster: one list per kind, fetched on first use."""
     if cluster_session.facts is None:
-        pytest.skip(f"blocked by {REACHABLE} (API server answers): {cluster_session.connect_error}")
+        pytest.skip(gating.blocked(REACHABLE, API_ANSWERS, cluster_session.connect_error))
     return cluster_session.facts
 
 
@@ -133,58 +150,28 @@ def workloads(cluster_session: ClusterRun, cluster: "ClusterFacts") -> "Workload
                      keep_on_failure=cluster_session.keep_on_failure)
 
 
-class Evidence:
-    """What a check saw, shown with its result (redacted at the report hook)."""
-
-    def __init__(self, item: pytest.Item):
-        self.item = item
-
-    def add(self, title: str, text: str) -> None:
-        self.item.stash.setdefault(keys.EVIDENCE, []).append(f"--- {title} ---\n{text.rstrip()}")
-
-
-class _Discard:
-    """Evidence of a prerequisite evaluated for the gate: not this check's to show."""
-
-    def add(self, title: str, text: str) -> None:
-        pass
-
-
-_DISCARD = _Discard()
-
-
 @pytest.fixture
 def evidence(request: pytest.FixtureRequest) -> Evidence:
     return Evidence(request.node)
 
 
-@pytest.fixture(autouse=True)
-def _gpuconform_cluster_blocked_by(request: pytest.FixtureRequest) -> None:
-    """Cluster checks: "blocked by cluster.api.reachable" when the API server does not answer,
-    "blocked by <check>" when a prerequisite named in ``needs`` fails."""
-    mark = request.node.get_closest_marker("check")
-    if mark is None or "cluster" not in request.fixturenames:
-        return
+def _cluster_subject(request: pytest.FixtureRequest) -> gating.Subject:
+    """Also notes the GPU Operator's version for the report's platform fingerprint, once."""
     run: ClusterRun = request.getfixturevalue("cluster_session")
-    check_id = mark.kwargs["id"]
-    if check_id == REACHABLE:
-        return
     why = run.unreachable
     if why:
-        pytest.skip(f"blocked by {REACHABLE} (API server answers): {why}")
-    if not run.operator_noted:  # the report's platform fingerprint
+        return gating.Subject("cluster", dict, down=why)
+    if not run.operator_noted:
         run.operator_noted = True
         version = run.facts.operator_version()
         if version:
             note_platform(request.node, gpu_operator_version=version)
-    needs = mark.kwargs.get("needs", ())
-    if not needs:
-        return
-    values = {"cluster": run.facts, "cluster_expected": run.expected, "evidence": _DISCARD}
     callspec = getattr(request.node, "callspec", None)
-    target = "cluster"
-    if callspec is not None and "gpu_node" in callspec.params:
-        values["gpu_node"] = target = callspec.params["gpu_node"]
-    reason = run.gate.blocker(needs, target, values)  # a ClusterError: "could not check"
-    if reason:
-        pytest.skip(reason)
+    values = {"cluster": run.facts, "cluster_expected": run.expected, "evidence": DISCARD}
+    if callspec is not None and "gpu_node" in callspec.params:  # per-node checks: outcomes per node
+        values["gpu_node"] = callspec.params["gpu_node"]
+        return gating.Subject(values["gpu_node"], lambda: values)
+    return gating.Subject("cluster", lambda: values)
+
+
+gating.register(gating.Layer("cluster", REACHABLE, API_ANSWERS, _cluster_subject))

@@ -1,4 +1,5 @@
-"""Fixtures of the suite: the profile, node facts (one probe per host), the gate."""
+"""Fixtures of the suite: the profile, node facts (one probe per host), and the one gate of the
+three layers ("blocked by <check>", gpuconform/plugin/gating.py)."""
 from __future__ import annotations
 
 import pytest
@@ -7,9 +8,9 @@ import testinfra
 from gpuconform import profile as profile_mod
 from gpuconform.node import k8s_node, probe
 from gpuconform.node.collect import FactsPool
-from gpuconform.node.facts import CannotTell, NodeFacts
+from gpuconform.node.facts import NodeFacts
 from gpuconform.plugin import keys
-from gpuconform.plugin.gating import Gate
+from gpuconform.plugin import gating
 
 REACHABLE = "node.reachable"
 
@@ -70,25 +71,24 @@ def expected(host, gpuconform_profile: profile_mod.LoadedProfile) -> profile_mod
     return gpuconform_profile.node_for(host_label(host), host.backend.get_pytest_id())
 
 
-@pytest.fixture(scope="session")
-def _gate() -> Gate:
-    return Gate()
+def _node_subject(request: pytest.FixtureRequest) -> gating.Subject:
+    facts: NodeFacts = request.getfixturevalue("node")
+    if facts.error:
+        return gating.Subject(facts.host, dict, down=facts.error)
+    return gating.Subject(facts.host, lambda: {"node": facts, "expected": request.getfixturevalue("expected")})
+
+
+gating.register(gating.Layer("node", REACHABLE, "host answers the probe", _node_subject))
 
 
 @pytest.fixture(autouse=True)
-def _gpuconform_blocked_by(request: pytest.FixtureRequest, _gate: Gate) -> None:
-    """Skip as "blocked by <check>" when a prerequisite of this check fails on the same host."""
-    mark = request.node.get_closest_marker("check")
-    if mark is None or "node" not in request.fixturenames:
-        return
-    facts: NodeFacts = request.getfixturevalue("node")
-    if facts.error and mark.kwargs["id"] == REACHABLE and getattr(facts, "could_not_check", False):
-        raise CannotTell(facts.error)  # e.g. a k8s-node:// probe pod never ran: not the host's fault
-    if facts.error and mark.kwargs["id"] != REACHABLE:
-        pytest.skip(f"blocked by {REACHABLE} (host answers the probe): {facts.error}")
-    needs = mark.kwargs.get("needs", ())
-    if needs:
-        values = {"node": facts, "expected": request.getfixturevalue("expected")}
-        reason = _gate.blocker(needs, facts.host, values)
-        if reason:
-            pytest.skip(reason)
+def _gpuconform_blocked_by(request: pytest.FixtureRequest) -> None:
+    """Skip as "blocked by <check>" when the layer's first check (host or API server answers) or
+    a prerequisite named in ``needs`` fails on the same target: node, cluster and kubeflow checks."""
+    reason = gating.blocked_by(request)
+    if reason:
+        pytest.skip(reason)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gating.load_prerequisites(session)

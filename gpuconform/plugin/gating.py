@@ -1,18 +1,60 @@
-""""blocked by <lower check>": a check whose prerequisite fails on the same target is not run.
+""""blocked by <lower check>", the one gate of the three layers: a check whose prerequisite fails
+on the same target is not run, it is reported blocked by that prerequisite.
 
-Prerequisites are evaluated by calling the lower check's own function with the same facts, so
+Each layer (node, cluster, kubeflow) declares a :class:`Layer`: the fixture that makes a check
+one of its own, the check every other check of the layer needs implicitly (the host or API
+server answers), and how to get the :class:`Subject` a check is judged on (its target, the
+values its prerequisites are called with, why the layer is down). The autouse fixture of
+``fixtures.py`` calls :func:`blocked_by` for every check.
+
+Prerequisites are evaluated by calling the lower check's own function with the same values, so
 the verdict does not depend on test order, selection (-k) or xdist distribution.
 """
 from __future__ import annotations
 
+import dataclasses
 import inspect
+from pathlib import Path
+from typing import Callable
 
 import pytest
+from _pytest.pathlib import import_path
 
-from gpuconform.checks import REGISTRY
+from gpuconform.checks import REGISTRY, CheckIdError, unknown_needs
 from gpuconform.node.facts import CannotTell
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
+
+
+@dataclasses.dataclass(frozen=True)
+class Subject:
+    """What a check is judged on, as the gate sees it."""
+    target: str                 #: the host, GPU node, "cluster" or "kubeflow": outcomes are kept per target
+    values: Callable[[], dict]  #: fixture name → value, for calling prerequisites (asked only when needed)
+    down: str | None = None     #: why the layer's own first check fails (host or API server silent)
+
+
+@dataclasses.dataclass(frozen=True)
+class Layer:
+    fixture: str                #: a check asking for this fixture belongs to the layer
+    reachable: str | None       #: the check every other check of the layer needs implicitly
+    reachable_rule: str         #: its rule in a few words, shown in "blocked by"
+    subject: Callable[[pytest.FixtureRequest], Subject]
+
+
+#: fixture name → layer; each layer's fixtures module (or conftest) registers its own.
+LAYERS: dict[str, Layer] = {}
+GATE = pytest.StashKey["Gate"]()
+
+
+def register(layer: Layer) -> Layer:
+    LAYERS[layer.fixture] = layer
+    return layer
+
+
+def blocked(check_id: str, rule: str, why: object) -> str:
+    """The one wording of a blocked result."""
+    return f"blocked by {check_id} ({rule}): {why}"
 
 
 def _first_line(exc: BaseException) -> str:
@@ -21,21 +63,23 @@ def _first_line(exc: BaseException) -> str:
 
 
 class Gate:
-    """Per-target cache of prerequisite outcomes: (check id, target) → (outcome, why)."""
+    """Prerequisite outcomes of one run, per (check id, target): (outcome, why)."""
 
     def __init__(self) -> None:
-        self._cache: dict[tuple[str, str], tuple[str, str]] = {}
+        self._outcomes: dict[tuple[str, str], tuple[str, str]] = {}
 
-    def outcome(self, check_id: str, target: str, values: dict, _depth: int = 0) -> tuple[str, str]:
+    def outcome(self, check_id: str, target: str, values: dict, _seen: tuple[str, ...] = ()) -> tuple[str, str]:
         key = (check_id, target)
-        if key in self._cache:
-            return self._cache[key]
+        if key in self._outcomes:
+            return self._outcomes[key]
         entry = REGISTRY.get(check_id)
-        if entry is None or _depth > 10:
-            return PASS, "prerequisite not loaded"
-        blocked = self.blocker(entry["needs"], target, values, _depth + 1)
-        if blocked:
-            result = (FAIL, blocked)
+        if entry is None:
+            raise CheckIdError(f"prerequisite {check_id} is not a loaded check")
+        if check_id in _seen:
+            raise CheckIdError(f"prerequisites form a cycle: {' -> '.join((*_seen, check_id))}")
+        blocked_why = self.blocker(entry["needs"], target, values, (*_seen, check_id))
+        if blocked_why:
+            result = (FAIL, blocked_why)
         else:
             fn = entry["fn"]
             params = inspect.signature(fn).parameters
@@ -45,16 +89,60 @@ class Gate:
                 fn(**{p: values[p] for p in params})
                 result = (PASS, "")
             except AssertionError as exc:
-                result = (FAIL, f"blocked by {check_id} ({entry['title']}): {_first_line(exc)}")
+                result = (FAIL, blocked(check_id, entry["title"], _first_line(exc)))
             except (pytest.skip.Exception, CannotTell) as exc:
                 result = (SKIP, str(exc))
-        self._cache[key] = result
+        self._outcomes[key] = result
         return result
 
-    def blocker(self, needs: tuple[str, ...], target: str, values: dict, _depth: int = 0) -> str | None:
-        """The 'blocked by ...' reason of the first failing prerequisite, else None."""
+    def blocker(self, needs: tuple[str, ...], target: str, values: dict, _seen: tuple[str, ...] = ()) -> str | None:
+        """The 'blocked by ...' reason of the first failing prerequisite, else None. A
+        prerequisite that could not be checked by a library error (e.g. ClusterError) raises it:
+        this check could not be checked either."""
         for need in needs:
-            outcome, why = self.outcome(need, target, values, _depth)
+            outcome, why = self.outcome(need, target, values, _seen)
             if outcome == FAIL:
                 return why
         return None
+
+
+def gate_of(config: pytest.Config) -> Gate:
+    if GATE not in config.stash:
+        config.stash[GATE] = Gate()
+    return config.stash[GATE]
+
+
+def blocked_by(request: pytest.FixtureRequest) -> str | None:
+    """Why the check of ``request`` must not run ("blocked by ..."), or None. A check of two
+    layers (a kubeflow check reading the cluster) is gated by both."""
+    mark = request.node.get_closest_marker("check")
+    if mark is None:
+        return None
+    check_id = mark.kwargs["id"]
+    layers = [lay for name, lay in LAYERS.items() if name in request.fixturenames and lay.reachable != check_id]
+    subjects = [(lay, lay.subject(request)) for lay in layers]
+    for lay, subject in subjects:
+        if subject.down:
+            return blocked(lay.reachable, lay.reachable_rule, subject.down)
+    needs = mark.kwargs.get("needs", ())
+    for _, subject in subjects if needs else ():
+        reason = gate_of(request.config).blocker(needs, subject.target, subject.values())
+        if reason:
+            return reason
+    return None
+
+
+def load_prerequisites(session: pytest.Session) -> None:
+    """Make every ``needs`` of the collected checks resolve: a prerequisite declared in a file that
+    was not selected (``pytest tests/cluster/test_workloads.py``) is imported from the same
+    folder as pytest would import it; an id that no check declares stops the run (one line)."""
+    folders = {item.path.parent for item in session.items
+               if (m := item.get_closest_marker("check")) and any(n not in REGISTRY for n in m.kwargs.get("needs", ()))}
+    config = session.config
+    for folder in sorted(folders):
+        for path in sorted(Path(folder).glob("test_*.py")):
+            import_path(path, mode=config.getoption("importmode"), root=config.rootpath,
+                        consider_namespace_packages=config.getini("consider_namespace_packages"))
+    unknown = unknown_needs()
+    if unknown:
+        raise pytest.UsageError(f"unknown prerequisite check id(s): {'; '.join(unknown)}")

@@ -5,6 +5,7 @@ the sweeper finds nothing left; after SIGKILL the sweeper finds and removes the 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -41,10 +42,15 @@ def _pending_pod(cluster, timeout=60) -> dict:
 
 def test_timeout_names_what_and_last_state(cordoned, run_cluster, profile_with):
     profile = profile_with({"cluster": {"timeouts": {"pod_run_s": 4}}})
-    _, results = run_cluster("-k", "vectoradd_whole_gpu", profile=profile)
+    proc, results = run_cluster("-k", "vectoradd_whole_gpu", profile=profile)
     r = results[("cluster.workload.vectoradd_gpu", None)]
     assert r["verdict"] == "fail"
     assert "timed out after 4s waiting for pod gpuconform-" in r["message"]
+    # the wait's progress reached the log (stderr is no terminal here: plain lines), through pytest's capture
+    ended = [ln for ln in proc.stderr.splitlines() if ln.startswith("gpuconform: waited ")]
+    assert any(re.fullmatch(r"gpuconform: waited [45]s for pod gpuconform-\S+/cuda-vectoradd-gpu to complete: "
+                            r"timed out: cuda-vectoradd-gpu: Pending; PodScheduled=False Unschedulable.*", ln)
+               for ln in ended), proc.stderr[-3000:]
     assert "to complete; last state seen: cuda-vectoradd-gpu: Pending; PodScheduled=False Unschedulable" in r["message"]
     assert "node(s) were unschedulable" in r["message"]
 

@@ -9,7 +9,8 @@ import requests
 
 from pathlib import Path
 
-from gpuconform.kubeflow import login, tls, webapps
+from gpuconform import tls
+from gpuconform.kubeflow import login, webapps
 from gpuconform.profile import KUBEFLOW_110_COMPONENTS, ProfileError, load
 from testbed.kubeflow.k8s_objects import MANIFESTS_V1_10_2, manifests_workloads
 from testbed.kubeflow.pki import TestCA

@@ -7,8 +7,9 @@ from _pytest.mark.expression import Expression
 
 from gpuconform.cluster import nodes
 from gpuconform.cluster.errors import ClusterError
-from gpuconform.node.facts import CannotTell
 from gpuconform.cluster.workloads import PodRun, Workloads, render, safe_name
+from gpuconform.node.facts import CannotTell
+from gpuconform.once import Once
 from gpuconform.plugin.cluster_fixtures import cluster_run
 
 NO_API = "<API server unreachable>"
@@ -68,30 +69,19 @@ def expected_mig(cluster, cluster_expected):
 
 # -- workload runs, shared by the checks that state one rule each about them ---------------------
 @pytest.fixture(scope="session")
-def _pod_runs() -> dict[str, PodRun]:
-    return {}
-
-
-def _run_once(runs: dict, key: str, start) -> PodRun:
-    """Run the pod the first time a check asks; later checks get the same result (or the same
+def _pod_runs() -> Once:
+    """Each pod runs the first time a check asks; later checks get the same result (or the same
     "could not check", e.g. an image that cannot be pulled)."""
-    if key not in runs:
-        try:
-            runs[key] = start()
-        except ClusterError as exc:
-            runs[key] = exc
-    if isinstance(runs[key], ClusterError):
-        raise ClusterError(str(runs[key]))
-    return runs[key]
+    return Once(ClusterError)
 
 
 @pytest.fixture
-def vectoradd_on_gpu(workloads: Workloads, cluster, _pod_runs, evidence) -> PodRun:
+def vectoradd_on_gpu(workloads: Workloads, cluster, _pod_runs: Once, evidence) -> PodRun:
     """cuda-vectoradd asking one whole GPU (``nvidia.com/gpu: 1``), run once per session."""
     offered = nodes.whole_gpus_offered(cluster.gpu_nodes())
     if not offered:
         pytest.skip("no GPU worker offers a whole nvidia.com/gpu (every GPU is MIG-partitioned)")
-    run = _run_once(_pod_runs, "gpu", lambda: workloads.run(render(
+    run = _pod_runs.get("gpu", lambda: workloads.run(render(
         "cuda-vectoradd.yaml", "cuda-vectoradd-gpu", workloads.ns, workloads.images,
         limits={"nvidia.com/gpu": 1})))
     evidence.add(f"pod {run.name}", run.evidence())
@@ -99,9 +89,9 @@ def vectoradd_on_gpu(workloads: Workloads, cluster, _pod_runs, evidence) -> PodR
 
 
 @pytest.fixture
-def vectoradd_on_mig(mig_resource: str, workloads: Workloads, _pod_runs, evidence) -> PodRun:
+def vectoradd_on_mig(mig_resource: str, workloads: Workloads, _pod_runs: Once, evidence) -> PodRun:
     """cuda-vectoradd asking one slice of ``mig_resource``, run once per resource per session."""
-    run = _run_once(_pod_runs, mig_resource, lambda: workloads.run(render(
+    run = _pod_runs.get(mig_resource, lambda: workloads.run(render(
         "cuda-vectoradd.yaml", safe_name("cuda-vectoradd", mig_resource), workloads.ns, workloads.images,
         limits={mig_resource: 1})))
     evidence.add(f"pod {run.name}", run.evidence())

@@ -3,10 +3,8 @@ workers are there and Ready."""
 from gpuconform.checks import check
 from gpuconform.cluster import nodes
 
-REACHABLE = "cluster.api.reachable"
 
-
-@check(REACHABLE, "The API server answers with the configured credentials",
+@check("cluster.api.reachable", "The API server answers with the configured credentials",
        fix="check --kubeconfig/--context (or KUBECONFIG), that the API server address is reachable "
            "from where the suite runs, and that the credentials are valid (kubectl get --raw /version)")
 def test_api_reachable(cluster_session):
@@ -17,7 +15,7 @@ def test_api_reachable(cluster_session):
 
 @check("cluster.api.version", "Kubernetes version is within the profile's range",
        fix="upgrade the cluster, or widen cluster.server_version in the profile if the GPU Operator release supports it",
-       needs=[REACHABLE])
+       needs=["cluster.api.reachable"])
 def test_server_version(cluster, cluster_expected):
     """The server's gitVersion lies in cluster.server_version (min/max minor, inclusive)."""
     got = cluster.version()["gitVersion"]
@@ -27,7 +25,7 @@ def test_server_version(cluster, cluster_expected):
 
 @check("cluster.nodes.gpu_workers", "The profile's GPU workers are registered",
        fix="join the GPU workers, or correct cluster.gpu_workers.selector / min_count in the profile",
-       needs=[REACHABLE])
+       needs=["cluster.api.reachable"])
 def test_gpu_workers_registered(cluster, cluster_expected):
     """At least cluster.gpu_workers.min_count nodes match cluster.gpu_workers.selector."""
     want = cluster_expected.gpu_workers
@@ -38,7 +36,7 @@ def test_gpu_workers_registered(cluster, cluster_expected):
 
 @check("cluster.nodes.ready", "Every GPU worker is Ready",
        fix="look at the kubelet on the node (journalctl -u kubelet) and the node's conditions (kubectl describe node)",
-       needs=[REACHABLE])
+       needs=["cluster.api.reachable"])
 def test_gpu_workers_ready(cluster, cluster_expected):
     """The Ready condition of every node matching cluster.gpu_workers.selector is True."""
     not_ready = [f"{nodes.name(n)}: {nodes.describe_ready(n)}" for n in cluster.gpu_nodes() if not nodes.is_ready(n)]

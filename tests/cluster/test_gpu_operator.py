@@ -4,15 +4,12 @@ from gpuconform.checks import check
 from gpuconform.cluster import operator
 from gpuconform.cluster.operator import MISSING
 
-NAMESPACE = "cluster.operator.namespace"
-POLICY = "cluster.operator.clusterpolicy_present"
-
 
 def _policy(cluster, cluster_expected) -> dict | None:
     return cluster.cluster_policy(cluster_expected.gpu_operator.cluster_policy)
 
 
-@check(NAMESPACE, "GPU Operator namespace exists",
+@check("cluster.operator.namespace", "GPU Operator namespace exists",
        fix="helm install gpu-operator nvidia/gpu-operator -n gpu-operator --create-namespace (with the "
            "profile's values), or correct cluster.gpu_operator.namespace")
 def test_operator_namespace(cluster, cluster_expected):
@@ -23,7 +20,7 @@ def test_operator_namespace(cluster, cluster_expected):
     assert ns["status"].get("phase") == "Active", f"namespace {want} is {ns['status'].get('phase')}"
 
 
-@check(POLICY, "GPU Operator ClusterPolicy exists",
+@check("cluster.operator.clusterpolicy_present", "GPU Operator ClusterPolicy exists",
        fix="install the GPU Operator Helm chart (it creates the ClusterPolicy CRD and cluster-policy)")
 def test_clusterpolicy_present(cluster, cluster_expected):
     """The ClusterPolicy named cluster.gpu_operator.cluster_policy exists."""
@@ -37,7 +34,7 @@ def test_clusterpolicy_present(cluster, cluster_expected):
 @check("cluster.operator.clusterpolicy_ready", "GPU Operator ClusterPolicy is ready",
        fix="kubectl get pods -n gpu-operator: the operand named in the ClusterPolicy's Ready condition "
            "is not running; read its pod's events and log",
-       needs=[POLICY])
+       needs=["cluster.operator.clusterpolicy_present"])
 def test_clusterpolicy_ready(cluster, cluster_expected, evidence):
     """ClusterPolicy status.state is "ready"."""
     status = (_policy(cluster, cluster_expected) or {}).get("status") or {}
@@ -53,7 +50,7 @@ def test_clusterpolicy_ready(cluster, cluster_expected, evidence):
            "nvidia/gpu-operator -n gpu-operator --reuse-values --set <path>=<value> (e.g. mig.strategy=mixed, "
            "sandboxDevicePlugin.enabled=false: the chart then leaves it unset, which the operator reads as false); "
            "or correct cluster.gpu_operator.spec in the profile",
-       needs=[POLICY])
+       needs=["cluster.operator.clusterpolicy_present"])
 def test_clusterpolicy_spec_value(cluster, cluster_expected, spec_path, evidence):
     """The operator's effective spec.<path> (the value set, else the operator's default for an
     unset one) equals cluster.gpu_operator.spec[<path>]."""
@@ -68,7 +65,7 @@ def test_clusterpolicy_spec_value(cluster, cluster_expected, spec_path, evidence
 @check("cluster.operator.validator_env", "Driver validator has the profile's environment",
        fix="helm upgrade ... --set validator.driver.env[0].name=DISABLE_DEV_CHAR_SYMLINK_CREATION "
            "--set-string validator.driver.env[0].value=true",
-       needs=[POLICY])
+       needs=["cluster.operator.clusterpolicy_present"])
 def test_validator_driver_env(cluster, cluster_expected, validator_env):
     """ClusterPolicy spec.validator.driver.env sets the variable to the profile's value."""
     want = cluster_expected.gpu_operator.validator_driver_env[validator_env]
@@ -80,7 +77,7 @@ def test_validator_driver_env(cluster, cluster_expected, validator_env):
 
 @check("cluster.operator.toleration", "Operands tolerate the GPU workers' taint",
        fix="helm upgrade ... with daemonsets.tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
-       needs=[POLICY])
+       needs=["cluster.operator.clusterpolicy_present"])
 def test_operand_toleration(cluster, cluster_expected, toleration):
     """ClusterPolicy spec.daemonsets.tolerations holds the profile's toleration."""
     have = operator.spec_value(_policy(cluster, cluster_expected)["spec"], "daemonsets.tolerations")
@@ -93,7 +90,7 @@ def test_operand_toleration(cluster, cluster_expected, toleration):
 @check("cluster.operator.operand", "Operand DaemonSet is available on every GPU worker",
        fix="kubectl -n gpu-operator describe ds <operand>; a node missing the nvidia.com/gpu.deploy.<operand> "
            "label or tainted without toleration gets no pod; a crash-looping pod: read its log",
-       needs=[NAMESPACE])
+       needs=["cluster.operator.namespace"])
 def test_operand_available(cluster, cluster_expected, operand):
     """The DaemonSet runs one available pod on every GPU worker (none unscheduled, none unavailable)."""
     ds = cluster.daemonset(operand)
@@ -112,7 +109,7 @@ def test_operand_available(cluster, cluster_expected, operand):
        fix={"default": "read the failing validator init container's log (kubectl -n gpu-operator logs "
                        "<nvidia-operator-validator-pod> -c <container>); 'last insn is not an exit or jmp' "
                        "means net.core.bpf_jit_harden=2 on the host: set it to 1 (remediation/sysctl.sh)"},
-       needs=[NAMESPACE])
+       needs=["cluster.operator.namespace"])
 def test_validations_completed(cluster, cluster_expected, evidence):
     """On every GPU worker the nvidia-operator-validator pod is Ready (all validation init containers
     done), and the nvidia-cuda-validator / nvidia-device-plugin-validator pod Succeeded where that

@@ -7,14 +7,13 @@ from gpuconform.checks import check
 from gpuconform.cluster import nodes
 from gpuconform.cluster.workloads import VECTORADD_PASSED, devices_seen, gpu_device_nodes, gpu_limits, render, safe_name
 
-READY = "cluster.operator.clusterpolicy_ready"
 WORKLOAD_FIX = ("read the pod's log and events in the evidence; 'busy or unavailable' means another "
                 "process holds the GPU or the device plugin handed out a device it does not own; "
                 "check nvidia-device-plugin-daemonset and the node checks (pytest -m node)")
 
 
 @check("cluster.workload.vectoradd_gpu", "CUDA vectoradd passes on a whole GPU",
-       fix=WORKLOAD_FIX, needs=[READY])
+       fix=WORKLOAD_FIX, needs=["cluster.operator.clusterpolicy_ready"])
 def test_vectoradd_whole_gpu(cluster, cluster_expected, vectoradd_on_gpu):
     """A pod asking nvidia.com/gpu: 1 completes and its log says Test PASSED."""
     run = vectoradd_on_gpu
@@ -24,7 +23,7 @@ def test_vectoradd_whole_gpu(cluster, cluster_expected, vectoradd_on_gpu):
 
 @pytest.mark.mig
 @check("cluster.mig.vectoradd", "CUDA vectoradd passes on the MIG profile",
-       fix=WORKLOAD_FIX, needs=[READY])
+       fix=WORKLOAD_FIX, needs=["cluster.operator.clusterpolicy_ready"])
 def test_vectoradd_mig(cluster, cluster_expected, mig_resource, vectoradd_on_mig):
     """A pod asking one slice of the MIG resource completes and its log says Test PASSED."""
     run = vectoradd_on_mig
@@ -36,7 +35,7 @@ def test_vectoradd_mig(cluster, cluster_expected, mig_resource, vectoradd_on_mig
 @check("cluster.mig.pod_limits", "MIG pod asks exactly one slice of its profile",
        fix="an admission webhook or LimitRange rewrote the pod's resources: kubectl get pod -o "
            "jsonpath='{..resources.limits}' and look at mutating webhooks",
-       needs=[READY])
+       needs=["cluster.operator.clusterpolicy_ready"])
 def test_mig_pod_limits(cluster, cluster_expected, mig_resource, vectoradd_on_mig):
     """The pod's spec limits, as the API server stored them, are exactly {<mig resource>: 1}."""
     got = gpu_limits(vectoradd_on_mig.spec)
@@ -47,7 +46,7 @@ def test_mig_pod_limits(cluster, cluster_expected, mig_resource, vectoradd_on_mi
 @check("cluster.mig.placement", "MIG pod lands on a node offering its profile",
        fix="the scheduler placed a MIG pod on a node that does not advertise the profile: check the "
            "node's allocatable and any custom scheduler or nodeName in the pod",
-       needs=[READY])
+       needs=["cluster.operator.clusterpolicy_ready"])
 def test_mig_pod_placement(cluster, cluster_expected, mig_resource, vectoradd_on_mig):
     """The node the pod ran on advertises the MIG resource."""
     offering = nodes.mig_resources_offered(cluster.gpu_nodes()).get(mig_resource, {})
@@ -59,7 +58,7 @@ def test_mig_pod_placement(cluster, cluster_expected, mig_resource, vectoradd_on
 @check("cluster.mig.one_device", "MIG pod sees exactly one MIG device of its profile",
        fix="the container sees more than its slice: check that the NVIDIA runtime honours "
            "NVIDIA_VISIBLE_DEVICES from the device plugin (device-list-strategy) and no privileged pod",
-       needs=[READY])
+       needs=["cluster.operator.clusterpolicy_ready"])
 def test_mig_pod_sees_one_device(cluster, cluster_expected, mig_resource, vectoradd_on_mig):
     """`nvidia-smi -L` in the pod lists one GPU with one MIG device, of the requested profile."""
     seen = devices_seen(vectoradd_on_mig.log)
@@ -73,7 +72,7 @@ def test_mig_pod_sees_one_device(cluster, cluster_expected, mig_resource, vector
 @check("cluster.mig.exhaustion", "A pod asking more slices than exist stays Pending",
        fix="if the pod was scheduled, a node advertises more slices than it has: compare allocatable "
            "with the cluster's mig-parted config (cluster.mig.allocatable)",
-       needs=[READY])
+       needs=["cluster.operator.clusterpolicy_ready"])
 def test_mig_exhaustion_pending(cluster, cluster_expected, mig_resource, workloads, evidence):
     """A pod asking (slices on the cluster + 1) stays Pending with FailedScheduling
     'Insufficient <mig resource>', and is deleted afterwards."""
@@ -92,7 +91,7 @@ def test_mig_exhaustion_pending(cluster, cluster_expected, mig_resource, workloa
        fix="the NVIDIA runtime is containerd's default and the image sets NVIDIA_VISIBLE_DEVICES=all: set "
            "the device plugin's deviceListStrategy to volume-mounts and accept-nvidia-visible-devices-envvar-when-unprivileged=false "
            "in the toolkit config",
-       needs=[READY])
+       needs=["cluster.operator.clusterpolicy_ready"])
 def test_no_gpu_without_request(cluster, cluster_expected, workloads, evidence):
     """The CUDA image on a GPU worker, asking no GPU, lists no /dev/nvidiaN and no GPU in nvidia-smi -L."""
     target = cluster.gpu_node_names()[0]

@@ -46,7 +46,7 @@ def test_tls_trusted(kf, kf_evidence):
     cert = kf.certificate()
     kf_evidence.add("served certificate", cert.summary())
     assert cert.chain_error is None, (f"certificate of {kf.host} (issuer {cert.issuer}) does not verify: "
-                                      f"{cert.chain_error}, expected a chain to {kf.exp.ca_bundle or 'the system store'}")
+                                      f"{cert.chain_error}, expected a chain to {kf.ca_bundle or 'the system store'}")
 
 
 @check("kubeflow.tls.hostname", "The served certificate names the Kubeflow host", fix=TLS_FIX)

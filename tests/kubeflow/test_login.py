@@ -25,7 +25,7 @@ def test_login(kf, kubeflow_expected, kf_evidence):
 @check("kubeflow.identity.user", "The dashboard reports the logged-in user",
        fix="the dashboard takes the user from the kubeflow-userid header: check the istio RequestAuthentication "
            "dex-jwt (outputClaimToHeaders email -> kubeflow-userid) and CD_USERID_HEADER",
-       needs=[ "kubeflow.login.session"])
+       needs=["kubeflow.login.session"])
 def test_env_info_user(kf, kf_login, request, kf_evidence):
     """GET /api/workgroup/env-info as the logged-in user names that user."""
     a = webapps.request_json(kf_login.session, kf.url, "/api/workgroup/env-info", timeout=kf.timeout)

@@ -1,11 +1,8 @@
 """The NVIDIA driver is loaded, at the profile's version, with its device nodes and nvidia-smi."""
 from gpuconform.checks import check
 
-LOADED = "node.driver.modules_loaded"
-SMI = "node.smi.runs"
 
-
-@check(LOADED, "NVIDIA kernel modules nvidia and nvidia_uvm are loaded",
+@check("node.driver.modules_loaded", "NVIDIA kernel modules nvidia and nvidia_uvm are loaded",
        fix={"rhel": "modprobe -vv nvidia && modprobe nvidia_uvm; if it fails: 'Required key not available' → "
                     "node.signing.*; 'Module nvidia not found' → dkms install (node.dkms.nvidia_installed)",
             "default": "modprobe -vv nvidia && modprobe nvidia_uvm, and read the error it prints"},
@@ -18,7 +15,7 @@ def test_driver_modules_loaded(node):
 
 @check("node.driver.version", "Loaded NVIDIA driver is the profile's version",
        fix="install the profile's driver version (dnf module install nvidia-driver:<branch>-dkms), reboot",
-       needs=[LOADED], evidence=["driver_version"])
+       needs=["node.driver.modules_loaded"], evidence=["driver_version"])
 def test_loaded_driver_version(node, expected):
     """/proc/driver/nvidia/version reports the profile's driver version (and flavour if set)."""
     info = node.driver_proc_version
@@ -32,7 +29,7 @@ def test_loaded_driver_version(node, expected):
 @check("node.driver.device_nodes", "NVIDIA device nodes exist, one per GPU",
        fix="run `nvidia-smi` once (or nvidia-modprobe -c0 -u) to create /dev/nvidia*; "
            "persistenced keeps them; a missing /dev/nvidiaN means a GPU the driver did not initialise",
-       needs=[LOADED], evidence=["dev_nodes"])
+       needs=["node.driver.modules_loaded"], evidence=["dev_nodes"])
 def test_device_nodes(node, expected):
     """/dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia0..N-1 are character devices (N = profile GPU count)."""
     wanted = ["nvidiactl", "nvidia-uvm"] + [f"nvidia{i}" for i in range(expected.gpu.count)]
@@ -40,10 +37,10 @@ def test_device_nodes(node, expected):
     assert not missing, f"missing device nodes: {', '.join(missing)}"
 
 
-@check(SMI, "nvidia-smi runs and talks to the driver",
+@check("node.smi.runs", "nvidia-smi runs and talks to the driver",
        fix="install the NVIDIA utilities matching the driver; 'couldn't communicate with the NVIDIA driver' "
            "means the kernel module and user-space versions differ or the module is not loaded",
-       needs=[LOADED], evidence=["smi_gpus"])
+       needs=["node.driver.modules_loaded"], evidence=["smi_gpus"])
 def test_nvidia_smi_runs(node):
     """`nvidia-smi --query-gpu=... --format=csv,noheader` exits 0."""
     assert node.tool("nvidia-smi"), "nvidia-smi is not installed on the host"
@@ -54,7 +51,7 @@ def test_nvidia_smi_runs(node):
 
 @check("node.gpu.count", "GPU count matches the profile",
        fix="a GPU missing from nvidia-smi: check `lspci -d 10de:`, the Xid log, reseat/replace the GPU",
-       needs=[SMI], evidence=["smi_gpus"])
+       needs=["node.smi.runs"], evidence=["smi_gpus"])
 def test_gpu_count(node, expected):
     """nvidia-smi lists exactly `gpu.count` GPUs."""
     seen = len(node.gpus)
@@ -64,7 +61,7 @@ def test_gpu_count(node, expected):
 @check("node.gpu.product", "Every GPU is the profile's model",
        fix="the host carries other GPUs than the profile says: fix the profile (a group for this host) "
            "or move the host to the right pool",
-       needs=[SMI], evidence=["smi_gpus"])
+       needs=["node.smi.runs"], evidence=["smi_gpus"])
 def test_gpu_product(node, expected):
     """Every GPU's nvidia-smi name equals `gpu.product`."""
     other = [f"GPU {g.index}: {g.name}" for g in node.gpus if g.name != expected.gpu.product]
@@ -73,7 +70,7 @@ def test_gpu_product(node, expected):
 
 @check("node.smi.driver_version", "nvidia-smi reports the profile's driver version",
        fix="user-space and kernel driver must be one version: reinstall the driver packages and reboot",
-       needs=[SMI], evidence=["smi_gpus"])
+       needs=["node.smi.runs"], evidence=["smi_gpus"])
 def test_smi_driver_version(node, expected):
     """nvidia-smi's driver_version equals the profile's driver version on every GPU."""
     seen = sorted({g.driver_version or "unknown" for g in node.gpus})

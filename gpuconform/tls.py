@@ -1,5 +1,6 @@
 """The certificate a TLS endpoint serves: does it chain to the CA bundle, does it name the host,
-when does it expire."""
+when does it expire. Shared by the cluster library (why the API server refused us) and the
+kubeflow library (the served certificate's checks)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,7 +10,11 @@ import ssl
 
 from cryptography import x509
 
-from gpuconform.kubeflow.errors import KubeflowError
+from gpuconform.node.facts import CannotTell
+
+
+class TlsUnreachable(CannotTell):
+    """No TLS connection could be made (network, handshake): the certificate could not be read."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,7 +62,7 @@ def _peer_der(host: str, port: int, ctx: ssl.SSLContext, timeout: float) -> byte
 
 def served_certificate(host: str, port: int, ca_bundle: str | None, *, timeout: float = 15) -> ServedCertificate:
     """Connect with SNI ``host`` and read the leaf certificate; verify its chain against
-    ``ca_bundle`` (None: the system store). Network failures raise :class:`KubeflowError`."""
+    ``ca_bundle`` (None: the system store). Network failures raise :class:`TlsUnreachable`."""
     chain_error = None
     try:
         try:
@@ -69,7 +74,7 @@ def served_certificate(host: str, port: int, ca_bundle: str | None, *, timeout: 
             insecure.verify_mode = ssl.CERT_NONE
             der = _peer_der(host, port, insecure, timeout)
     except (OSError, ssl.SSLError) as exc:
-        raise KubeflowError(f"TLS connection to {host}:{port}: {exc.strerror or exc}") from None
+        raise TlsUnreachable(f"TLS connection to {host}:{port}: {exc.strerror or exc}") from None
     cert = x509.load_der_x509_certificate(der)
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value

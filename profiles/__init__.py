@@ -1,0 +1,1 @@
+"""Example platform profiles, shipped as the package data ``gpuconform.profiles`` (setup.py)."""
