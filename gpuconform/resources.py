@@ -1,6 +1,6 @@
-"""Files shipped with the package: the pods of ``manifests/`` and the example profiles of
-``profiles/`` (both kept at the top of the repository and mapped into the package as
-``gpuconform.manifests`` and ``gpuconform.profiles``: setup.py). Read through
+"""Files shipped with the package: the pods of ``manifests/``, the example profiles of
+``profiles/`` and the fix scripts of ``remediation/`` (all kept at the top of the repository and mapped into the package as
+``gpuconform.manifests``, ``.profiles``, ``.remediation``: setup.py). Read through
 importlib.resources, so that a wheel install (``pip install .``, the in-cluster image) finds
 them as an editable checkout does."""
 from __future__ import annotations
@@ -13,6 +13,11 @@ from pathlib import Path
 def manifest(name: str) -> str:
     """The text of ``manifests/<name>``."""
     return files("gpuconform.manifests").joinpath(name).read_text()
+
+
+def remediation_script(name: str) -> str:
+    """The text of ``remediation/<name>`` (a companion fix script, or its ``lib.sh``)."""
+    return files("gpuconform.remediation").joinpath(name).read_text()
 
 
 def example_profile(name: str) -> Traversable:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import re
 import shlex
-from pathlib import Path
 from typing import Callable
 
+from gpuconform import resources
 from gpuconform.node.facts import NodeFacts
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "remediation"
 SOURCE_LIB = '. "$(dirname "$0")/lib.sh"'
 #: order in which a host's scripts run: the linker before the DKMS build that needs it
 ORDER = ("kernel-headers.sh", "fix-ld.sh", "dkms-install.sh", "blacklist-nouveau.sh", "kernel-cmdline.sh", "sysctl.sh",
@@ -40,8 +39,8 @@ class Fix:
 
     def command(self, apply: bool) -> str:
         """The shell command that runs the script on the host (lib.sh inlined)."""
-        lib = (SCRIPTS / "lib.sh").read_text()
-        body = (SCRIPTS / self.script).read_text()
+        lib = resources.remediation_script("lib.sh")
+        body = resources.remediation_script(self.script)
         assert SOURCE_LIB in body, f"{self.script} does not source lib.sh as {SOURCE_LIB}"
         program = body.replace(SOURCE_LIB, lib, 1)
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env)

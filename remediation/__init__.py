@@ -1,0 +1,1 @@
+"""The companion fix scripts, shipped as the package data ``gpuconform.remediation`` (setup.py)."""
