@@ -23,7 +23,9 @@ DOCS = sorted(p for p in REPO.rglob("*.md") if not any(part.startswith(".") or p
 #: an id as written in prose: layer, then dotted lower-case parts; a parameter may follow in [...]
 ID_TOKEN = re.compile(r"(?<![\w.$/-])((?:node|cluster|kubeflow)(?:\.[a-z0-9_]+)+)(\.\*)?(?![\w/-])")
 #: a continuation that cannot be grepped: "node.gpu.count / .product"
-SHORTHAND = re.compile(r"[/,]\s*`?\.[a-z_]+")
+SHORTHAND = re.compile(r"(?:\s/|,)\s*`?\.[a-z_]+")
+#: a file name such as `node.py` is no id
+FILE_SUFFIXES = {"py", "yaml", "yml", "json", "md", "sh", "html", "xml"}
 
 
 def _declarations() -> list[tuple[str, ast.Call]]:
@@ -101,6 +103,8 @@ def test_ids_in_tables_exist_and_can_be_grepped(doc: Path):
         bad += [f"{doc.name}:{n}: shorthand '{m.group(0).strip()}' (write the whole id)" for m in SHORTHAND.finditer(line)]
         for m in ID_TOKEN.finditer(line):
             token = m.group(1)
+            if token.rsplit(".", 1)[1] in FILE_SUFFIXES:
+                continue
             if m.group(2):
                 bad.append(f"{doc.name}:{n}: {token}.* (name the checks)")
             elif token not in IDS and not _profile_path(token):
