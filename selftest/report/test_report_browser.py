@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from report_harness import REPO, SECRETS, dump_dom, hosts_arg, run, screenshot
+from report_harness import REPO, SECRETS, dump_dom, hosts_arg, page_passes, run, screenshot
 
 WAIVERS = """\
 waivers:
@@ -166,7 +166,7 @@ def test_mig_layout_is_drawn_per_gpu(showcase):
 
 
 def test_no_secret_in_html_json_or_junit(showcase):
-    texts = {"DOM": showcase.dom, "HTML": showcase.html.read_text(), "JSON": showcase.json.read_text(),
+    texts = {"DOM": showcase.dom, "HTML": showcase.page_and_passes(), "JSON": showcase.json.read_text(),
              "JUnit": showcase.junit.read_text(), "terminal": showcase.proc.stdout}
     for where, text in texts.items():
         leaked = [name for name, secret in SECRETS.items() if secret in text]
@@ -176,6 +176,9 @@ def test_no_secret_in_html_json_or_junit(showcase):
     evidence = by(doc, "node.containerd.nvidia_runtime", "/leaky")["evidence"]
     assert 'password = "***"' in evidence or "password = ***" in evidence
     assert "Bearer ***" in evidence and "oauth2_proxy_kubeflow=***" in evidence
+    # the leaky host's passes carry it in the page's compressed pass block too, masked the same
+    assert by(doc, "node.containerd.nvidia_runtime", "/leaky")["verdict"] == "pass"
+    assert evidence in page_passes(showcase.page())["b"] or "Bearer ***" in json.dumps(page_passes(showcase.page()))
     assert "token=***" in next(h for h in doc["fingerprint"]["hosts"] if h["host"].endswith("/leaky"))["os"]
     assert "lockdown=password=***" in by(doc, "node.kernel.cmdline_forbidden", "/leaky")["message"]
     assert "svc:***@proxy" in doc["fingerprint"]["command"]
