@@ -460,6 +460,9 @@ document.addEventListener('DOMContentLoaded', function () {
   if (blob && label) {
     var n = Number(blob.dataset.count);
     label.textContent = (parseInt(label.textContent, 10) + n) + ' Passed (' + n + ' in the matrix only),';
+    var count = document.querySelector('.run-count');
+    if (count) { count.textContent = count.textContent.replace(/^\\d+ tests?/, function (m) {
+      return (parseInt(m, 10) + n) + ' tests'; }); }
   }
 });
 })();</script>"""
