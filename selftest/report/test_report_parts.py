@@ -134,7 +134,8 @@ def test_cluster_and_versions_reach_fingerprint_and_header(tmp_path):
     run_report.add(SimpleNamespace(gpuconform_platform={"kubeflow_version": "1.10.0"}))
     sha = run_report.write_json(tmp_path / "r.json")
     f = run_report.doc["fingerprint"]
-    assert f["cluster"] == {"name": "https://admin:***@api.k8s-ml.bank.example:6443", "api_server_version": "v1.31.4"}
+    assert f["cluster"] == {"name": "https://admin:***@api.k8s-ml.bank.example:6443", "api_server_version": "v1.31.4",
+                            "gpu_nodes": []}  # these facts list no node
     assert (f["gpu_operator_version"], f["kubeflow_version"]) == ("v25.10.0", "1.10.0")
     page = html.fingerprint_block(run_report.doc)
     for text in ("API server version", "v1.31.4", "GPU Operator", "v25.10.0", "Kubeflow", "1.10.0"):
