@@ -12,12 +12,15 @@ from report_harness import dump_dom, hosts_arg, run, screenshot
 #: Appended to a copy of the page: scrolls the matrix and records where its headers are then.
 STICKY_PROBE = """<script>window.addEventListener('load', function () {
   var w = document.querySelector('.gc-matrix-wrap');
+  w.scrollIntoView();  // the matrix is laid out once it comes near the view (content-visibility)
+  setTimeout(function () {
   w.scrollTop = 300; w.scrollLeft = 600;
   var box = w.getBoundingClientRect();
   var head = document.querySelector('#gc-matrix thead th.host').getBoundingClientRect();
   var check = document.querySelector('#gc-matrix tbody th.check').getBoundingClientRect();
   document.body.setAttribute('data-sticky', JSON.stringify({scrollTop: w.scrollTop, scrollLeft: w.scrollLeft,
     boxTop: box.top, boxLeft: box.left, headTop: head.top, checkLeft: check.left}));
+  }, 200);
 });</script>"""
 
 MIX = ("gpu-good", "gpu-good", "good-mig", "dkms-added", "gpu-good", "containerd-not-default",
