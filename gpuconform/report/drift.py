@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pydantic
 
+from gpuconform.redact import redact
 from gpuconform.report.model import BASELINE_SCHEMAS, DRIFT_KINDS, LAYERS, Results
 
 FAILING = ("fail", "error")
@@ -121,7 +122,7 @@ def compare(baseline: dict, doc: dict, path: str, sha256: str, fail_on: tuple[st
              for (kind, host), value in new_facts.items()
              if (kind, host) in old_facts and old_facts[(kind, host)] != value]
     facts.sort(key=lambda c: (DRIFT_KINDS.index(c["kind"]), c["host"] or ""))
-    drift = {"baseline": path, "baseline_started": baseline["fingerprint"]["started"],
+    drift = {"baseline": redact(path), "baseline_started": baseline["fingerprint"]["started"],
              "baseline_verdict": baseline["verdict"]["word"], "baseline_sha256": sha256,
              "newly_failing": failing, "newly_passing": passing, "hosts_added": added, "hosts_removed": removed,
              "facts": facts, "fail_on": list(fail_on)}
