@@ -17,6 +17,7 @@ from gpuconform.checks import fix_for
 from gpuconform.node import remediation
 from gpuconform.plugin import inputs, keys, remediation_fixtures
 from gpuconform.plugin.fixtures import host_label
+from gpuconform.report import drift as drift_mod
 from gpuconform.report import html as report_html
 from gpuconform.report import junit
 from gpuconform.report import record as rec
@@ -67,7 +68,8 @@ class Hooks:
         try:
             self.profile = profile_mod.load(path)
             self.waivers = waivers_mod.load(opt.gpuconform_waivers) if opt.gpuconform_waivers else ()
-        except (profile_mod.ProfileError, waivers_mod.WaiverError) as exc:
+            baseline, fail_on_drift = drift_mod.options(opt.gpuconform_baseline, opt.gpuconform_fail_on_drift)
+        except (profile_mod.ProfileError, waivers_mod.WaiverError, drift_mod.BaselineError) as exc:
             raise pytest.UsageError(str(exc)) from None
         if opt.gpuconform_kubeconfig:
             yamlfile.read_mapping(opt.gpuconform_kubeconfig, "kubeconfig (--kubeconfig)", inputs.InputError)
@@ -94,13 +96,15 @@ class Hooks:
                 opt.hosts = k8s_node.expand_selectors(opt.hosts, k8s_node_fixtures.connector(config))
         self._summarized: set[str] = set()  # hosts whose summary this process already sent
         self._cluster_noted = False
+        self._unlisted: set[str] = set()  # results the HTML table leaves out (clean passes)
         self.run: RunReport | None = None
         self.json_path = None
         # the verdict (and so the exit code) is drawn on the controller even with --no-reports
         if not (opt.collectonly or hasattr(config, "workerinput")):
             selection = " ".join(f"{flag} {val!r}" for flag, val in (("-m", opt.markexpr), ("-k", opt.keyword)) if val)
             self.run = RunReport(self.profile, self.waivers, suite,
-                                 tuple(config.invocation_params.args), selection or None, self.today)
+                                 tuple(config.invocation_params.args), selection or None, self.today,
+                                 baseline, fail_on_drift)
             if not opt.gpuconform_no_reports:
                 self._plan_reports()
 
@@ -213,7 +217,8 @@ class Hooks:
         html = self.config.pluginmanager.getplugin("html")
         if html is None:
             return
-        report.extras = [*getattr(report, "extras", []), html.extras.html(report_html.detail(record))]
+        if report_html.listed(record):  # passes are in the matrix and the JSON, not the results table
+            report.extras = [*getattr(report, "extras", []), html.extras.html(report_html.detail(record))]
 
     def pytest_report_teststatus(self, report: pytest.TestReport):
         """A check that could not check in its call phase is an ERROR (E), not a FAILED rule."""
@@ -238,17 +243,25 @@ class Hooks:
 
     @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_results_table_row(self, report, cells: list[str]) -> None:
-        report_html.row_cells(getattr(report, "gpuconform_record", None), cells)
+        record = getattr(report, "gpuconform_record", None)
+        if record is not None and not report_html.listed(record):
+            self._unlisted.add(report.nodeid)
+        elif report.when == "teardown" and report.passed and report.nodeid in self._unlisted:
+            self._unlisted.discard(report.nodeid)
+            cells.clear()  # else pytest-html keeps an empty entry for the result it left out
+            return
+        report_html.row_cells(record, cells)
 
     @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list, session) -> None:
         if self.run is None or self.run.doc is None:
             return
         opt = self.config.option
-        pre, post = report_html.summary_fragments(self.run.doc, self.json_path.name, self.run.json_sha256,
-                                                  opt.gpuconform_signoff_approver or "",
-                                                  opt.gpuconform_signoff_role or "")
+        pre, mid, post = report_html.summary_fragments(self.run.doc, self.json_path.name, self.run.json_sha256,
+                                                       opt.gpuconform_signoff_approver or "",
+                                                       opt.gpuconform_signoff_role or "")
         prefix.extend(pre)
+        summary.extend(mid)
         postfix.extend(post)
 
     # -- reports ------------------------------------------------------------------------------

@@ -21,7 +21,8 @@ MARKERS = {
 
 #: The exit code is drawn from the run's verdict (gpuconform/plugin/hooks.py: pytest_sessionfinish).
 EXIT_CODES = ("exit code: 0 ACCEPTED (everything passed, or every failure waived); 1 REJECTED "
-              "(a failure, an error = could not check, an expired waiver, or no check ran); "
+              "(a failure, an error = could not check, an expired waiver, no check ran, or a drift "
+              "kind named by --fail-on-drift); "
               "2 interrupted (the report of what finished is written); 4 bad input (one line naming it)")
 
 
@@ -50,6 +51,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--remediate-checks", dest="gpuconform_remediate_checks", metavar="IDS", default=None,
                     help="comma-separated check ids to remediate (e.g. node.sysctl,node.dkms.nvidia_installed), "
                          "or 'all'; required by --remediate=apply (default for plan: all)")
+    group.addoption("--baseline", dest="gpuconform_baseline", metavar="JSON", default=None,
+                    help="JSON results of the last accepted run: the report opens with what changed since "
+                         "(newly failing/passing checks, hosts added/removed, platform facts)")
+    group.addoption("--fail-on-drift", dest="gpuconform_fail_on_drift", metavar="KINDS", default=None,
+                    help="comma-separated drift kinds that make the run REJECTED (exit 1), or 'all': "
+                         "newly_failing, newly_passing, hosts_added, hosts_removed, driver, fabric_manager, "
+                         "gpu_model, gpu_count, mig, kernel, kubernetes, gpu_operator, kubeflow "
+                         "(default: drift alone fails nothing; needs --baseline)")
     group.addoption("--kubeconfig", dest="gpuconform_kubeconfig", metavar="PATH", default=None,
                     help="kubeconfig of the cluster under test (default: $KUBECONFIG, in-cluster "
                          "config when run in a pod, else ~/.kube/config)")

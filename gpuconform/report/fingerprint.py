@@ -65,18 +65,42 @@ def host_summary(facts) -> dict:
     proc = _try(lambda: facts.driver_proc_version)
     out["driver"] = ", ".join(sorted(drivers)) or (proc or {}).get("version")
     out["mig"] = mig_summary(gpus)
+    packages = _try(lambda: facts.fabric_manager_packages, []) or []
+    out["fabric_manager"] = ", ".join(sorted({version for _name, version in packages})) or None
     return out
 
 
 def cluster_summary(facts) -> dict | None:
-    """``{name, api_server_version}`` from the cluster layer's facts of a reachable API server
-    (its ``/version`` was already read to get there), else None."""
+    """``{name, api_server_version, gpu_nodes}`` from the cluster layer's facts of a reachable API
+    server (its ``/version`` was already read to get there, its GPU nodes listed for the checks'
+    parameters), else None."""
     try:
         version = facts.version()
         server = facts.cluster.server
     except Exception:  # a report must not fail because a fact cannot be read: leave the fields out
         return None
-    return {"name": server, "api_server_version": version.get("gitVersion")}
+    try:
+        gpu_nodes = [gpu_node_summary(n) for n in facts.gpu_nodes()]
+    except Exception:  # the node list could not be read: the node checks say why
+        gpu_nodes = []
+    return {"name": server, "api_server_version": version.get("gitVersion"), "gpu_nodes": gpu_nodes}
+
+
+def gpu_node_summary(node: dict) -> dict:
+    """A ``GpuNode`` dict from a Kubernetes node's labels; the MIG devices of one GPU are the MIG
+    catalog's for the node's ``nvidia.com/mig.config`` (None when the catalog does not know it)."""
+    from gpuconform.cluster import nodes
+    from gpuconform.mig import catalog
+
+    labels = nodes.labels(node)
+    count = labels.get(nodes.LABEL_COUNT)
+    product, config = labels.get(nodes.LABEL_PRODUCT), labels.get(nodes.LABEL_MIG_CONFIG)
+    devices = None
+    if product and config and config != "all-disabled":
+        devices = _try(lambda: catalog.mig_devices_per_gpu(product, config))
+    return {"name": nodes.name(node), "gpu_product": product,
+            "gpu_count": int(count) if count and count.isdigit() else None,
+            "mig_config": config, "mig_state": labels.get(nodes.LABEL_MIG_STATE), "mig_devices": devices}
 
 
 def git_commit(folder: Path) -> str | None:

@@ -1,14 +1,22 @@
-"""HTML fragments the plugin hands to pytest-html's hooks: verdict, fingerprint, summary by layer,
-node × check matrix, MIG pictures, waivers, sign-off block, result-row cells and result details.
+"""HTML fragments the plugin hands to pytest-html's hooks: verdict, what must be fixed, drift since
+the baseline, summary by layer, fingerprint, node × check matrix, MIG pictures, waivers, sign-off
+block, result-row cells and result details.
 
-Everything here is built from the results document (``model.Results`` as a dict), whose text
-was redacted when it entered the report; every value is HTML-escaped here.
+The page grows with failures, not with hosts × checks: a clean pass of a host or node check is a
+bare letter in the matrix, not a row of the results table; its rule and evidence are one click
+away, from one gzip-compressed block of the page (each evidence text stored once), and in the
+JSON. Everything here is built from the results document (``model.Results`` as a dict), whose
+text was redacted when it entered the report; every value is HTML-escaped here (the pass panel
+fills itself with ``textContent``).
 """
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import os
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from html import escape
 
 from gpuconform.report import mig_svg
@@ -47,6 +55,15 @@ def host_labels(hosts: list[str]) -> dict[str, str]:
     return {h: h for h in hosts}
 
 
+def listed(r: dict) -> bool:
+    """Whether the result gets a row (with its details) in the results table: everything but a
+    clean pass of a host or node check, which the matrix shows and the pass panel explains."""
+    return not (r["verdict"] == "pass" and not r.get("retries") and r.get("host") and r.get("layer") in MATRIX_LAYERS)
+
+
+MATRIX_LAYERS = ("node", "cluster")
+
+
 def row_key(r: dict) -> str:
     """The check with its item; a cluster check's node is its host, not an item."""
     shown = r.get("param") is not None and r.get("param") != r.get("host")
@@ -64,6 +81,102 @@ def verdict_block(doc: dict) -> str:
     reasons = "".join(f"<li>{escape(x)}</li>" for x in v["reasons"])
     return (f'<div class="gc-section gc-top"><div id="gc-verdict" class="gc-verdict {v["word"].lower()}">'
             f'{v["word"]}</div>{scope}' + (f'<ul class="gc-reasons">{reasons}</ul>' if reasons else "") + "</div>")
+
+
+def _first_line(text: str | None, limit: int = 240) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= limit else line[:limit - 1] + "…"
+
+
+def _host_links(rs: list[dict], labels: dict[str, str], shown: int = 12) -> str:
+    links = [f'<a href="#{r["anchor"]}" title="{escape(r["host"])}">{escape(labels.get(r["host"], r["host"]))}</a>'
+             for r in rs[:shown]]
+    more = f" … and {len(rs) - shown} more" if len(rs) > shown else ""
+    return ", ".join(links) + more
+
+
+def fix_block(doc: dict) -> str:
+    """What must be fixed: the failed and could-not-check results grouped by check, most hosts
+    first — check, hosts (linked to their results), the finding in one line, the fix."""
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for r in doc["results"]:
+        if r["verdict"] in ("fail", "error"):
+            groups[(r["verdict"], row_key(r))].append(r)
+    blocked = sum(r["verdict"] == "blocked" for r in doc["results"])
+    waived = sum(r["verdict"] == "waived" for r in doc["results"])
+    also = "; ".join(x for x in (f"{blocked} blocked by these" if blocked else "",
+                                 f"{waived} waived (see Waivers)" if waived else "") if x)
+    also = f' <span class="gc-scope">({escape(also)})</span>' if also else ""
+    if not groups:
+        return (f'<div class="gc-section" id="gc-fix"><h3>What must be fixed</h3><p class="gc-nothing">'
+                f'Nothing: no check failed and none could not check.{also}</p></div>')
+    labels = host_labels(sorted({r["host"] for rs in groups.values() for r in rs if r["host"]}, key=_natural))
+    rows = []
+    order = sorted(groups, key=lambda k: (k[0] != "fail", -len(groups[k]), _natural(k[1])))
+    for verdict, key in order:
+        rs = sorted(groups[(verdict, key)], key=lambda r: _natural(r["host"] or ""))
+        findings = Counter(_first_line(r["message"]) for r in rs)
+        finding, n = findings.most_common(1)[0]
+        if len(findings) > 1:
+            finding += f"  (on {n} of {len(rs)}; {len(findings) - 1} other finding{'s' if len(findings) > 2 else ''})"
+        fix = _first_line(rs[0].get("remediation")) if verdict == "fail" else "see the finding (could not check)"
+        hosts = (f'<b>{len(rs)}</b>: {_host_links([r for r in rs if r["host"]], labels)}'
+                 if rs[0]["host"] else f'<a href="#{rs[0]["anchor"]}">{escape(rs[0]["layer"] or "")}</a>')
+        rows.append(f'<tr data-check="{escape(key)}" data-verdict="{verdict}" data-hosts="{len(rs)}">'
+                    f'<td class="gc-mono">{escape(key)}<br><small>{escape(rs[0]["title"])}</small></td>'
+                    f'<td><span class="gc-badge v-{verdict}">{escape(LABEL[verdict])}</span></td>'
+                    f'<td class="gc-fix-hosts">{hosts}</td><td>{escape(finding)}</td>'
+                    f'<td class="gc-mono">{escape(fix)}</td></tr>')
+    return (f'<div class="gc-section" id="gc-fix"><h3>What must be fixed: {len(groups)} '
+            f'check{"s" if len(groups) != 1 else ""}</h3><p>Failed and could-not-check results by check, '
+            f'most hosts first; each host links to its result with the evidence and the full fix.{also}</p>'
+            '<table id="gc-fix-table" class="gc-table"><thead><tr><th>Check</th><th>Verdict</th><th>Hosts</th>'
+            f'<th>Finding</th><th>Fix</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
+
+
+FACT_LABEL = {"driver": "driver version", "fabric_manager": "fabric manager version", "gpu_model": "GPU model",
+              "gpu_count": "GPU count", "mig": "MIG layout", "kernel": "kernel", "kubernetes": "Kubernetes version",
+              "gpu_operator": "GPU Operator version", "kubeflow": "Kubeflow version"}
+
+
+def drift_block(doc: dict) -> str:
+    """Changed since the baseline (--baseline): results newly failing or passing, hosts added or
+    removed, platform facts; the kinds --fail-on-drift names are marked when they fail the run."""
+    d = doc.get("drift")
+    if not d:
+        return ""
+    failing = set(d["failing"])
+
+    def mark(kind: str) -> str:
+        if kind in failing:
+            return ' <span class="gc-badge v-fail">fails the run (--fail-on-drift)</span>'
+        return ""
+
+    def results(kind: str, what: str) -> str:
+        rows = "".join(f'<tr><td class="gc-mono"><a href="#{c["anchor"]}">{escape(row_key(c))}</a></td>'
+                       f'<td class="gc-mono">{escape(c["host"] or "")}</td>'
+                       f'<td>{escape(c["was"] or "no result")} → <b>{escape(c["now"])}</b></td></tr>'
+                       for c in d[kind])
+        return (f'<h4 data-drift="{kind}">{what}: {len(d[kind])}{mark(kind)}</h4><table class="gc-table" '
+                f'id="gc-drift-{kind}"><thead><tr><th>Check</th><th>Host</th><th>Verdict</th></tr></thead>'
+                f'<tbody>{rows}</tbody></table>') if d[kind] else ""
+    parts = [results("newly_failing", "Newly failing"), results("newly_passing", "Newly passing")]
+    for kind, what in (("hosts_added", "Hosts added"), ("hosts_removed", "Hosts removed")):
+        if d[kind]:
+            parts.append(f'<h4 data-drift="{kind}">{what}: {len(d[kind])}{mark(kind)}</h4><p class="gc-mono" '
+                         f'id="gc-drift-{kind}">{escape(", ".join(d[kind]))}</p>')
+    if d["facts"]:
+        rows = "".join(f'<tr data-kind="{c["kind"]}"><td>{escape(FACT_LABEL[c["kind"]])}{mark(c["kind"])}</td>'
+                       f'<td class="gc-mono">{escape(c["host"] or "cluster")}</td><td class="gc-mono">'
+                       f'{escape(c["was"] or "")} → <b>{escape(c["now"] or "")}</b></td></tr>' for c in d["facts"])
+        parts.append(f'<h4 data-drift="facts">Platform facts changed: {len(d["facts"])}</h4><table class="gc-table" '
+                     f'id="gc-drift-facts"><thead><tr><th>Fact</th><th>Host / node</th><th>Was → now</th></tr>'
+                     f'</thead><tbody>{rows}</tbody></table>')
+    body = "".join(p for p in parts if p) or '<p class="gc-nothing">Nothing changed.</p>'
+    date = d["baseline_started"].replace("T", " ").replace("+00:00", " UTC")
+    return (f'<div class="gc-section" id="gc-drift"><h3>Changed since {escape(date)}</h3><p>Baseline '
+            f'<span class="gc-mono">{escape(d["baseline"])}</span> ({escape(d["baseline_verdict"])}, sha256 '
+            f'<span class="gc-mono">{d["baseline_sha256"][:16]}…</span>).</p>{body}</div>')
 
 
 def _kv(rows: list[tuple[str, str | None]]) -> str:
@@ -86,7 +199,8 @@ def fingerprint_block(doc: dict) -> str:
         f'<tr><td class="gc-mono" title="{escape(h["host"])}">{escape(labels[h["host"]])}</td>'
         f'<td>{escape(h.get("gpu_model") or "?")}</td>'
         f'<td class="num">{h.get("gpu_count") if h.get("gpu_count") is not None else "?"}</td>'
-        f'<td>{escape(h.get("driver") or "?")}</td><td>{escape(h.get("mig") or "unknown")}</td>'
+        f'<td>{escape(h.get("driver") or "?")}</td><td>{escape(h.get("fabric_manager") or "")}</td>'
+        f'<td>{escape(h.get("mig") or "unknown")}</td>'
         f'<td>{escape(h.get("os") or "?")}</td><td>{escape(h.get("kernel") or "?")}</td>'
         f'<td>{escape(h.get("error") or "")}</td></tr>' for h in hosts)
     hosts_html = ""
@@ -95,7 +209,7 @@ def fingerprint_block(doc: dict) -> str:
         where = f' <small>(under <span class="gc-mono">{escape(common)}/</span>)</small>' if common else ""
         hosts_html = (f'<h4>Hosts: {len(hosts)}{where}</h4><div class="gc-hosts-scroll">'
                       '<table id="gc-hosts" class="gc-table"><thead><tr>'
-                      "<th>Host</th><th>GPU model</th><th>GPUs</th><th>Driver</th><th>MIG</th><th>OS</th>"
+                      "<th>Host</th><th>GPU model</th><th>GPUs</th><th>Driver</th><th>Fabric manager</th><th>MIG</th><th>OS</th>"
                       f"<th>Kernel</th><th>Facts error</th></tr></thead><tbody>{host_rows}</tbody></table></div>")
     return (f'<div class="gc-section" id="gc-fingerprint"><h3>Platform fingerprint</h3>'
             f'<table class="gc-kv">{_kv(rows)}</table>{hosts_html}</div>')
@@ -119,7 +233,9 @@ def layer_summary(doc: dict) -> str:
 
 
 def matrix(doc: dict, layer: str = "node") -> str:
-    """Rows: checks of ``layer`` about a host/node; columns: hosts; each cell links to its result."""
+    """Rows: checks of ``layer`` about a host/node; columns: hosts. A non-pass cell links to its
+    result row; a pass cell is a bare letter (the pass panel shows its evidence on a click), so
+    thousands of hosts stay a light page."""
     node = [r for r in doc["results"] if r.get("layer") == layer and r.get("host")]
     if not node:
         return ""
@@ -137,12 +253,13 @@ def matrix(doc: dict, layer: str = "node") -> str:
         for h in hosts:
             r = cells[key].get(h)
             if r is None:
-                tds.append('<td class="cell none"></td>')
-                continue
-            v = shown_verdict(r)
-            tip = f"{key} on {h}: {verdict_text(r)}" + (f" — {r['message']}" if r["message"] else "")
-            tds.append(f'<td class="cell v-{v}" data-verdict="{v}" data-host="{escape(h)}">'
-                       f'<a href="#{r["anchor"]}" title="{escape(tip[:300])}">{LETTER[v]}</a></td>')
+                tds.append("<td></td>")
+            elif not listed(r):
+                tds.append('<td class="v-pass">P</td>')
+            else:
+                v = shown_verdict(r)
+                tip = f"{key} on {h}: {verdict_text(r)}" + (f" — {r['message']}" if r["message"] else "")
+                tds.append(f'<td class="v-{v}"><a href="#{r["anchor"]}" title="{escape(tip[:300])}">{LETTER[v]}</a></td>')
         body.append(f'<tr data-check="{escape(key)}"><th class="check" title="{escape(titles[key])}">'
                     f'{escape(key)}</th>{"".join(tds)}</tr>')
     legend = "".join(f'<span><span class="gc-badge v-{v}">{LETTER[v]}</span> {escape(LABEL[v])}</span>'
@@ -150,20 +267,86 @@ def matrix(doc: dict, layer: str = "node") -> str:
     what = "Node × check matrix" if layer == "node" else f"{layer.capitalize()} checks × Kubernetes node"
     table_id = "gc-matrix" if layer == "node" else f"gc-matrix-{layer}"
     return (f'<div class="gc-section"><h3>{what}</h3><p class="gc-legend">{legend} '
-            f'— click a cell for its result.</p><div class="gc-matrix-wrap"><table id="{table_id}" class="gc-matrix">'
+            f'— click a letter: a pass shows its rule and evidence here, anything else leads to its result below.'
+            f'</p><div class="gc-matrix-wrap"><table id="{table_id}" class="gc-matrix">'
             f'<thead><tr><th class="check corner">check \\ host</th>{head}</tr></thead>'
             f'<tbody>{"".join(body)}</tbody></table></div></div>')
 
 
+def _blocks(evidence: str) -> list[str]:
+    """Evidence cut at its commands (``$ cmd``), so that what hosts and checks share is kept once."""
+    return [b for b in re.split(r"\n\n(?=\$ )", evidence) if b] if evidence else []
+
+
+def pass_data(doc: dict) -> str:
+    """The passes the results table leaves out, for the pass panel: their check, host, rule and
+    evidence, each text stored once, gzip-compressed, base64 (read by the page on the first click)."""
+    texts: dict[str, int] = {}
+    checks: dict[str, int] = {}
+    hosts: dict[str, int] = {}
+    rules: dict[str, list] = {}
+    passes = []
+    def idx(table: dict, value: str) -> int:
+        return table.setdefault(value, len(table))
+    for r in doc["results"]:
+        if listed(r):
+            continue
+        key = row_key(r)
+        c = idx(checks, key)
+        rules.setdefault(str(c), [r["check_id"], r["title"], r.get("rule") or ""])
+        passes.append([c, idx(hosts, r["host"]), [idx(texts, b) for b in _blocks(r.get("evidence") or "")]])
+    if not passes:
+        return ""
+    data = {"c": list(checks), "h": list(hosts), "r": rules, "b": list(texts), "p": passes}
+    packed = gzip.compress(json.dumps(data, separators=(",", ":")).encode(), mtime=0)
+    return (f'<script type="application/octet-stream" id="gc-passes" data-encoding="gzip+base64" '
+            f'data-count="{len(passes)}">{base64.b64encode(packed).decode()}</script>'
+            '<div id="gc-pass-panel" class="gc-pass-panel" hidden><button type="button" class="gc-close" '
+            'title="close">×</button><h4></h4><dl class="gc-detail"><dt>Rule</dt><dd class="gc-rule"></dd>'
+            '<dt>Host</dt><dd class="gc-mono gc-host"></dd><dt>Verdict</dt><dd><span class="gc-badge v-pass">PASS'
+            '</span></dd><dt>Evidence</dt><dd><pre class="gc-evidence"></pre></dd></dl></div>')
+
+
+def _cluster_mig_pictures(doc: dict) -> tuple[list[str], str]:
+    """(one picture per distinct MIG layout of the cluster's GPU nodes, their table by label)."""
+    nodes = sorted(((doc["fingerprint"].get("cluster") or {}).get("gpu_nodes") or []),
+                   key=lambda n: _natural(n["name"]))
+    if not nodes:
+        return [], ""
+    groups: dict[tuple, list[str]] = {}
+    for n in nodes:
+        key = (n.get("gpu_product"), n.get("gpu_count"), n.get("mig_config"), n.get("mig_state"),
+               tuple(n["mig_devices"]) if n.get("mig_devices") is not None else None)
+        groups.setdefault(key, []).append(n["name"])
+    pictures, rows = [], []
+    for (product, count, config, state, devices), names in groups.items():
+        shown = ", ".join(names[:8]) + (f" … ({len(names)} nodes)" if len(names) > 8 else "")
+        rows.append(f'<tr data-mig-config="{escape(config or "")}" data-nodes="{len(names)}">'
+                    f'<td>{escape(config or "(no label)")}</td><td>{escape(state or "")}</td>'
+                    f'<td>{escape(product or "?")}</td><td class="num">{count if count is not None else "?"}</td>'
+                    f'<td class="gc-mono">{escape(shown)}</td></tr>')
+        if devices and count:
+            name = mig_svg.smi_name(product) or product or ""
+            gpus = [{"index": i, "name": name, "mig_mode": "Enabled", "mig_devices": list(devices)}
+                    for i in range(count)]
+            pictures.append(mig_svg.host_svgs({"host": f"{shown} — {config}", "gpu_model": product,
+                                                "gpus": gpus}, "mig-node"))
+    table = ('<h4>Kubernetes GPU nodes, by their MIG labels</h4><table id="gc-mig-nodes" class="gc-table"><thead>'
+             '<tr><th>nvidia.com/mig.config</th><th>mig.config.state</th><th>gpu.product</th><th>gpu.count</th>'
+             f'<th>Nodes</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    return pictures, table
+
+
 def mig_block(doc: dict) -> str:
-    """One picture per distinct MIG layout, naming every host that has it."""
+    """One picture per distinct MIG layout, naming every host (SSH) or node (Kubernetes) that has it."""
     groups: dict[str, list[str]] = {}
     for h in sorted(doc["fingerprint"].get("hosts") or [], key=lambda h: _natural(h["host"])):
         layout = [(g["index"], g["name"], tuple(g["mig_devices"])) for g in h.get("gpus") or []
                   if g.get("mig_mode") == "Enabled" or g.get("mig_devices")]
         if layout:
             groups.setdefault(repr(layout), []).append(h["host"])
-    if not groups:
+    node_pictures, node_table = _cluster_mig_pictures(doc)
+    if not groups and not node_table:
         return ""
     by_host = {h["host"]: h for h in doc["fingerprint"]["hosts"]}
     labels = host_labels(list(by_host))
@@ -171,9 +354,11 @@ def mig_block(doc: dict) -> str:
     for hosts in groups.values():
         pic = mig_svg.host_svgs({**by_host[hosts[0]], "host": ", ".join(labels[h] for h in hosts)})
         parts.append(pic)
+    hosts_part = (f'<h4>Hosts (from <code>nvidia-smi -L</code>)</h4>{"".join(parts)}' if parts else "")
+    nodes_part = (f'{node_table}<p>Each node\'s GPUs under its <code>nvidia.com/mig.config</code> label, as the '
+                  f'MIG catalog defines that config:</p>{"".join(node_pictures)}' if node_table else "")
     return (f'<div class="gc-section" id="gc-mig"><h3>MIG layout</h3><p>Each GPU as its 7 compute slices, '
-            f'MIG instances placed as NVIDIA\'s placement rules allow (reconstructed from <code>nvidia-smi -L</code>).'
-            f'</p>{"".join(parts)}</div>')
+            f'MIG instances placed as NVIDIA\'s placement rules allow.</p>{hosts_part}{nodes_part}</div>')
 
 
 def waivers_block(doc: dict) -> str:
@@ -216,7 +401,7 @@ def remediation_block(doc: dict) -> str:
 
 
 def signoff_block(doc: dict, json_name: str, json_sha256: str, approver: str = "", role: str = "") -> str:
-    """The block a platform owner signs; moved below the results table when the page loads."""
+    """The block a platform owner signs; moved below the results table when the page loads (PAGE_SCRIPT)."""
     def line(value: str) -> str:
         return f'<span class="line">{escape(value)}</span>'
     v = doc["verdict"]["word"]
@@ -228,20 +413,77 @@ def signoff_block(doc: dict, json_name: str, json_sha256: str, approver: str = "
             f'<tr><td>Role</td><td>{line(role)}</td></tr>'
             f'<tr><td>Date</td><td>{line("")}</td></tr>'
             f'<tr><td>Decision</td><td>{line("")} (accept / reject)</td></tr>'
-            f'<tr><td>Signature</td><td>{line("")}</td></tr></table></div>'
-            "<script>document.addEventListener('DOMContentLoaded', function () {"
-            "var s = document.getElementById('gc-signoff'), t = document.getElementById('results-table');"
-            "if (s && t) { t.parentNode.insertBefore(s, t.nextSibling); } });</script>")
+            f'<tr><td>Signature</td><td>{line("")}</td></tr></table></div>')
+
+
+#: The page's own script: moves pytest-html's environment table and the sign-off block below the
+#: results table, counts the passes the table leaves out, and opens the pass panel on a click.
+PAGE_SCRIPT = """<script>(function () {
+var passes = null;
+function load() {
+  if (!passes) {
+    var text = atob(document.getElementById('gc-passes').textContent.trim()), bytes = new Uint8Array(text.length);
+    for (var i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    passes = new Response(stream).json().then(function (d) {
+      d.at = {}; d.p.forEach(function (x) { d.at[d.c[x[0]] + '\\n' + d.h[x[1]]] = x; }); return d; });
+  }
+  return passes;
+}
+function show(td) {
+  var table = td.closest('table'), key = td.parentNode.dataset.check;
+  var host = table.tHead.rows[0].cells[td.cellIndex].title;
+  load().then(function (d) {
+    var x = d.at[key + '\\n' + host], panel = document.getElementById('gc-pass-panel');
+    if (!x) { return; }
+    var rule = d.r[String(x[0])];
+    panel.querySelector('h4').textContent = key + ' \\u2014 ' + rule[1];
+    panel.querySelector('.gc-rule').textContent = rule[2];
+    panel.querySelector('.gc-host').textContent = host;
+    panel.querySelector('.gc-evidence').textContent = x[2].map(function (b) { return d.b[b]; }).join('\\n\\n');
+    panel.setAttribute('data-check', key); panel.setAttribute('data-host', host);
+    panel.hidden = false;
+  });
+}
+document.addEventListener('click', function (e) {
+  var td = e.target.closest && e.target.closest('table.gc-matrix td.v-pass');
+  if (td && document.getElementById('gc-passes')) { show(td); }
+  if (e.target.classList && e.target.classList.contains('gc-close')) { e.target.parentNode.hidden = true; }
+});
+document.addEventListener('DOMContentLoaded', function () {
+  var t = document.getElementById('results-table'), after = t;
+  ['environment-header', 'environment', 'gc-signoff'].forEach(function (id) {
+    var el = document.getElementById(id);
+    if (t && el) { after.parentNode.insertBefore(el, after.nextSibling); after = el; }
+  });
+  var blob = document.getElementById('gc-passes'), label = document.querySelector('.filters span.passed');
+  if (blob && label) {
+    var n = Number(blob.dataset.count);
+    label.textContent = (parseInt(label.textContent, 10) + n) + ' Passed (' + n + ' in the matrix only),';
+    var count = document.querySelector('.run-count');
+    if (count) { count.textContent = count.textContent.replace(/^\\d+ tests?/, function (m) {
+      return (parseInt(m, 10) + n) + ' tests'; }); }
+  }
+});
+})();</script>"""
 
 
 def summary_fragments(doc: dict, json_name: str, json_sha256: str, approver: str = "",
-                      role: str = "") -> tuple[list[str], list[str]]:
-    """(prefix, postfix) HTML for pytest_html_results_summary."""
-    prefix = [verdict_block(doc), fingerprint_block(doc), layer_summary(doc)]
+                      role: str = "") -> tuple[list[str], list[str], list[str]]:
+    """(prefix, summary, postfix) HTML for pytest_html_results_summary: first what must be fixed
+    and what changed, then the counts and the fingerprint; the matrices and the rest after
+    pytest-html's own counts."""
+    prefix = [p for p in (verdict_block(doc), fix_block(doc), drift_block(doc), layer_summary(doc),
+                          fingerprint_block(doc)) if p]
+    hidden = sum(not listed(r) for r in doc["results"])
+    summary = [f'<p id="gc-table-note">The results table below lists every result except the {hidden} clean '
+               f'passes of host and node checks: those are the P letters of the matrix (click one for its rule '
+               f'and evidence) and are in full in <span class="gc-mono">{escape(json_name)}</span>.</p>'] if hidden else []
     postfix = [p for p in (matrix(doc, "node"), matrix(doc, "cluster"), mig_block(doc), waivers_block(doc),
-                                remediation_block(doc)) if p]
+                                remediation_block(doc), pass_data(doc)) if p]
     postfix.append(signoff_block(doc, json_name, json_sha256, approver, role))
-    return prefix, postfix
+    postfix.append(PAGE_SCRIPT)
+    return prefix, summary, postfix
 
 
 # -- the results table -------------------------------------------------------------------------
@@ -257,6 +499,11 @@ def header_cells(cells: list[str]) -> None:
 
 
 def row_cells(record: dict | None, cells: list[str]) -> None:
+    """Our cells in the row; no cells (pytest-html then leaves the row out) for a result the
+    results table does not list (see ``listed``)."""
+    if record is not None and not listed(record):
+        cells.clear()
+        return
     cells[:] = [c for c in cells if 'class="col-links"' not in c]
     if record is None:
         cells[1:1] = ['<td class="col-check"></td>', '<td class="col-host"></td>', '<td class="col-verdict"></td>']

@@ -42,6 +42,14 @@ def model_for(gpu_name: str):
     return next((m for m in catalog.GPU_MODELS.values() if m.smi_name == gpu_name), None)
 
 
+def smi_name(product: str | None) -> str | None:
+    """The nvidia-smi name of a ``nvidia.com/gpu.product`` label's model (None when unknown)."""
+    try:
+        return catalog.gpu_model(product).smi_name if product else None
+    except KeyError:
+        return None
+
+
 def place(profiles: list[str], gpu_name: str = "") -> tuple[list[tuple[str, int, int]], list[str]]:
     """([(profile, start slice, compute slices)], profiles that found no room).
 
@@ -103,12 +111,13 @@ def gpu_svg(index: int, gpu_name: str, profiles: list[str]) -> str:
     return "".join(parts) + extra
 
 
-def host_svgs(summary: dict) -> str:
-    """The MIG picture of a host, or '' when no GPU of it has MIG enabled."""
+def host_svgs(summary: dict, kind: str = "mig-host") -> str:
+    """The MIG picture of a host (or of Kubernetes nodes: ``kind="mig-node"``), or '' when no GPU
+    of it has MIG enabled."""
     gpus = [g for g in summary.get("gpus") or [] if g.get("mig_mode") == "Enabled" or g.get("mig_devices")]
     if not gpus:
         return ""
     rows = "".join(f'<div class="mig-row">{gpu_svg(g["index"], g["name"], g["mig_devices"])}</div>'
                    for g in gpus)
-    return (f'<div class="mig-host"><h4>{escape(summary["host"])} <small>{escape(summary.get("gpu_model") or "")}'
+    return (f'<div class="{kind}"><h4>{escape(summary["host"])} <small>{escape(summary.get("gpu_model") or "")}'
             f'</small></h4>{rows}</div>')

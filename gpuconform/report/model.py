@@ -12,7 +12,9 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_ID = "gpuconform/results/v2"
+SCHEMA_ID = "gpuconform/results/v3"
+#: schemas a --baseline file may carry (v3 added drift, fabric manager and cluster GPU nodes)
+BASELINE_SCHEMAS = ("gpuconform/results/v2", SCHEMA_ID)
 LAYERS = ("node", "cluster", "kubeflow")
 #: Every verdict a check result can carry, in the order the report shows them.
 VERDICTS = ("pass", "fail", "error", "skip", "blocked", "waived")
@@ -72,14 +74,28 @@ class HostSummary(_Model):
     gpu_model: Optional[str] = Field(None, description="GPU names, with counts when mixed")
     gpu_count: Optional[int] = None
     driver: Optional[str] = None
+    fabric_manager: Optional[str] = Field(None, description="fabric manager package version(s) installed")
     mig: str = Field("unknown", description="'disabled', 'enabled: <n>x<profile>, ...', or 'unknown'")
     gpus: list[GpuInfo] = []
     error: Optional[str] = Field(None, description="why facts could not be read")
 
 
+class GpuNode(_Model):
+    """A Kubernetes GPU node as its labels (GPU Feature Discovery, MIG manager) describe it."""
+    name: str
+    gpu_product: Optional[str] = Field(None, description="label nvidia.com/gpu.product")
+    gpu_count: Optional[int] = Field(None, description="label nvidia.com/gpu.count")
+    mig_config: Optional[str] = Field(None, description="label nvidia.com/mig.config")
+    mig_state: Optional[str] = Field(None, description="label nvidia.com/mig.config.state")
+    mig_devices: Optional[list[str]] = Field(
+        None, description="MIG devices of one GPU under mig_config, as the MIG catalog defines that config "
+                          "(None: no MIG config, or one the catalog does not know)")
+
+
 class Cluster(_Model):
     name: Optional[str] = None
     api_server_version: Optional[str] = None
+    gpu_nodes: list[GpuNode] = Field([], description="GPU nodes (the profile's selector), from their labels")
 
 
 class Fingerprint(_Model):
@@ -132,6 +148,43 @@ class RemediationResult(_Model):
     output: str = Field("", description="what the script printed (its end), redacted")
 
 
+DRIFT_FACTS = ("driver", "fabric_manager", "gpu_model", "gpu_count", "mig", "kernel", "kubernetes",
+               "gpu_operator", "kubeflow")
+#: what --fail-on-drift may name
+DRIFT_KINDS = ("newly_failing", "newly_passing", "hosts_added", "hosts_removed", *DRIFT_FACTS)
+
+
+class ResultChange(_Model):
+    check_id: str
+    param: Optional[str] = None
+    host: Optional[str] = None
+    was: Optional[str] = Field(None, description="verdict in the baseline (None: no such result there)")
+    now: str = Field(..., description="verdict in this run")
+    anchor: str = Field(..., description="HTML anchor of this run's result")
+
+
+class FactChange(_Model):
+    kind: str = Field(..., description="one of the fact kinds: " + ", ".join(DRIFT_FACTS))
+    host: Optional[str] = Field(None, description="host or Kubernetes node; None for a cluster-wide fact")
+    was: Optional[str] = None
+    now: Optional[str] = None
+
+
+class Drift(_Model):
+    """What changed since the baseline run (``--baseline``)."""
+    baseline: str = Field(..., description="the baseline file as given")
+    baseline_started: str = Field(..., description="when the baseline run started (UTC)")
+    baseline_verdict: str
+    baseline_sha256: str = Field(..., description="sha256 of the baseline file")
+    newly_failing: list[ResultChange] = Field([], description="fail or error now, not in the baseline")
+    newly_passing: list[ResultChange] = Field([], description="pass now, fail or error in the baseline")
+    hosts_added: list[str] = []
+    hosts_removed: list[str] = []
+    facts: list[FactChange] = Field([], description="platform facts that changed")
+    fail_on: list[str] = Field([], description="the kinds --fail-on-drift named")
+    failing: list[str] = Field([], description="kinds named by --fail-on-drift that drifted (REJECTED)")
+
+
 class Results(_Model):
     """The JSON results file."""
     schema_: str = Field(SCHEMA_ID, alias="schema")
@@ -143,6 +196,7 @@ class Results(_Model):
     results: list[Record]
     remediation: list[RemediationResult] = Field(
         [], description="--remediate: each failed check with a companion script, per host (empty otherwise)")
+    drift: Optional[Drift] = Field(None, description="changes since --baseline (None without it)")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -158,9 +212,9 @@ def count(records: list[dict]) -> tuple[dict[str, int], dict[str, dict[str, int]
 
 
 def overall(records: list[dict], waivers: list[dict], layers_run: set[str],
-            interrupted: bool = False) -> Overall:
-    """ACCEPTED only when the run finished, results exist, nothing failed or errored, and every
-    waiver is valid."""
+            interrupted: bool = False, drifted: tuple[str, ...] = ()) -> Overall:
+    """ACCEPTED only when the run finished, results exist, nothing failed or errored, every
+    waiver is valid, and no drift kind named by --fail-on-drift drifted (``drifted``)."""
     reasons = ["the run was interrupted (Ctrl-C or SIGTERM): not every check ran"] if interrupted else []
     if not records:
         reasons.append("no check ran")
@@ -170,6 +224,8 @@ def overall(records: list[dict], waivers: list[dict], layers_run: set[str],
             reasons.append(f"{n} {'failed' if verdict == 'fail' else 'could not be checked (error)'}")
     reasons += [f"waiver #{w['index'] + 1} ({w['check']} on {w['host']}) expired on {w['expires']}"
                 for w in waivers if w["status"] == "expired"]
+    if drifted:
+        reasons.append(f"drift since the baseline (--fail-on-drift): {', '.join(drifted)}")
     return Overall(word=REJECTED if reasons else ACCEPTED, reasons=reasons,
                     partial=not set(LAYERS) <= layers_run)
 

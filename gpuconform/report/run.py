@@ -9,20 +9,24 @@ import json
 from pathlib import Path
 
 from gpuconform import __version__
-from gpuconform.report import fingerprint, waivers as waivers_mod
+from gpuconform.report import drift as drift_mod, fingerprint, waivers as waivers_mod
 from gpuconform.report.model import LAYERS, Results, count, overall
 from gpuconform.redact import redact, redact_args
 
 
 class RunReport:
     def __init__(self, profile, waivers: tuple, suite_root: Path, invocation_args: tuple[str, ...],
-                 selection: str | None, today: dt.date):
+                 selection: str | None, today: dt.date, baseline: tuple[str, dict, str] | None = None,
+                 fail_on_drift: tuple[str, ...] = ()):
+        """``baseline``: (the path as given, its document, its sha256), from ``drift.load_baseline``."""
         self.profile = profile
         self.waivers = waivers
         self.suite_root = suite_root
         self.args = invocation_args
         self.selection = selection
         self.today = today
+        self.baseline = baseline
+        self.fail_on_drift = fail_on_drift
         self.started = dt.datetime.now(dt.timezone.utc)
         self.records: list[dict] = []
         self.remediation: list[dict] = []
@@ -61,17 +65,32 @@ class RunReport:
              "started": self.started.isoformat(timespec="seconds"),
              "finished": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
              "hosts": [self.hosts[h] for h in sorted(self.hosts)], **self.platform}
+        drift = None
+        if self.baseline is not None:
+            path, base, sha = self.baseline
+            drift = drift_mod.compare(base, {"fingerprint": f, "results": records}, path, sha, self.fail_on_drift)
         doc = {"schema": Results.model_fields["schema_"].default,
-               "verdict": overall(records, waiver_states, ran, self.interrupted).model_dump(),
+               "verdict": overall(records, waiver_states, ran, self.interrupted,
+                                  tuple(drift["failing"]) if drift else ()).model_dump(),
                "fingerprint": f, "counts": counts, "layers": layers, "waivers": waiver_states,
                "results": records,
-               "remediation": sorted(self.remediation, key=lambda r: (r["host"], r["check_id"], r["param"] or ""))}
+               "remediation": sorted(self.remediation, key=lambda r: (r["host"], r["check_id"], r["param"] or "")),
+               "drift": drift}
         # validate against the documented model: a record that breaks the schema fails loudly here
         self.doc = Results.model_validate(doc).model_dump(by_alias=True, mode="json")
         return self.doc
 
     def write_json(self, path: Path) -> str:
-        data = (json.dumps(self.document(), indent=2) + "\n").encode()
+        data = dumps(self.document()).encode()
         path.write_bytes(data)
         self.json_sha256 = hashlib.sha256(data).hexdigest()
         return self.json_sha256
+
+
+def dumps(doc: dict) -> str:
+    """The JSON file's text: compact, one result per line (readable with grep and diff, a third
+    smaller than indented)."""
+    head = {k: v for k, v in doc.items() if k != "results"}
+    lines = [json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in doc["results"]]
+    body = json.dumps(head, indent=1, ensure_ascii=False)[:-2]
+    return body + ',\n "results": [\n' + ",\n".join(lines) + "\n ]\n}\n"

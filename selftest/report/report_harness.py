@@ -1,7 +1,11 @@
 """Helpers of the report selftests: planting secrets, running the suite, driving chromium."""
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -10,7 +14,7 @@ import pytest
 from runner import REPO, run_suite  # selftest/runner.py
 
 __all__ = ["REPO", "SECRETS", "SHOWCASE", "Run", "run", "hosts_arg", "dump_dom", "screenshot",
-           "plant_secrets", "mixed_mig_scenario"]
+           "plant_secrets", "mixed_mig_scenario", "page_passes"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: Planted in the "leaky" host; none may reach the HTML, JSON or JUnit output.
@@ -69,8 +73,19 @@ class Run:
     def page(self) -> str:
         return self.html.read_text()
 
+    def page_and_passes(self) -> str:
+        """The page with its compressed pass block unpacked: what a reader can reach in it."""
+        page = self.page()
+        return page + json.dumps(page_passes(page))
+
     def output(self) -> str:
         return self.proc.stdout[-4000:] + self.proc.stderr[-2000:]
+
+
+def page_passes(page: str) -> dict:
+    """The pass block of a page (check rows, hosts, rules, evidence texts), unpacked; {} if none."""
+    found = re.search(r'<script type="application/octet-stream" id="gc-passes"[^>]*>([^<]*)</script>', page)
+    return json.loads(gzip.decompress(base64.b64decode(found.group(1)))) if found else {}
 
 
 def run(folder: Path, *args: str, timeout: float = 240, env: dict | None = None) -> Run:

@@ -3,13 +3,15 @@ the suite over simulated hosts, then read back from the DOM."""
 from __future__ import annotations
 
 import hashlib
+import html as html_mod
+import json
 import os
 import re
 import shutil
 
 import pytest
 
-from report_harness import REPO, SECRETS, dump_dom, hosts_arg, run, screenshot
+from report_harness import REPO, SECRETS, dump_dom, hosts_arg, page_passes, run, screenshot
 
 WAIVERS = """\
 waivers:
@@ -29,7 +31,8 @@ waivers:
     owner: platform-team
     expires: 2099-12-31
 """
-CELL = re.compile(r'<td class="cell v-(\w+)" data-verdict="(\w+)" data-host="([^"]+)"><a href="#(r-[0-9a-f]+)"[^>]*>(\w)</a>')
+#: a matrix cell: a linked letter (anything but a clean pass) or a bare P
+CELL = re.compile(r'<td class="v-(\w+)">(?:<a href="#(r-[0-9a-f]+)"[^>]*>)?(\w)(?:</a>)?</td>')
 
 
 @pytest.fixture(scope="module")
@@ -71,20 +74,35 @@ def test_layer_counts_match_the_results(showcase):
         assert re.search(rf'<tr data-layer="{layer}">.*?not run</td></tr>', dom)
 
 
-def test_matrix_has_one_linked_cell_per_result(showcase):
+def test_matrix_has_one_cell_per_result_linked_unless_a_clean_pass(showcase):
     doc, dom = showcase.doc, showcase.dom
-    cells = CELL.findall(dom)
+    matrix = dom[dom.index('id="gc-matrix"'):]
+    matrix = matrix[:matrix.index("</table>")]
+    hosts = re.findall(r'<th class="host" title="([^"]+)">', matrix)
     node = [x for x in doc["results"] if x["layer"] == "node"]
-    assert len(cells) == len(node)
-    want = {x["anchor"]: x for x in node}
+    by_cell = {(x["check_id"] + (f"[{x['param']}]" if x["param"] else ""), x["host"]): x for x in node}
     letters = {"pass": "P", "fail": "F", "error": "E", "skip": "S", "blocked": "B", "waived": "W"}
-    for cls, verdict, host, anchor, letter in cells:
-        rec = want[anchor]
-        assert (verdict, host, letter) == (rec["verdict"], rec["host"], letters[rec["verdict"]])
-        # the result row the cell links to was rendered by pytest-html's script
-        assert f'<a id="{anchor}"></a>' in dom
-    hosts = {x["host"] for x in node}
-    assert len(re.findall(r'<th class="host" title=', dom)) == len(hosts) == len(showcase.doc["fingerprint"]["hosts"])
+    seen = 0
+    for key, row in re.findall(r'<tr data-check="([^"]+)"><th class="check"[^>]*>[^<]*</th>(.*?)</tr>', matrix):
+        for host, (cls, anchor, letter) in zip(hosts, CELL.findall(row)):
+            rec = by_cell[(key.replace("&amp;", "&"), host)]
+            seen += 1
+            assert (cls, letter) == (rec["verdict"], letters[rec["verdict"]])
+            if rec["verdict"] == "pass":  # a bare letter; its row is not in the results table
+                assert anchor == "" and f'<a id="{rec["anchor"]}"></a>' not in dom
+            else:  # links to its result row, rendered by pytest-html's script
+                assert anchor == rec["anchor"] and f'<a id="{anchor}"></a>' in dom
+    assert seen == len(node)
+    assert len(hosts) == len({x["host"] for x in node}) == len(doc["fingerprint"]["hosts"])
+    # the results table lists every result but the clean passes
+    assert dom.count('class="col-check"') == sum(x["verdict"] != "pass" for x in doc["results"])
+    # pytest-html's counts, corrected by the page's script, still count every result
+    hidden = sum(x["verdict"] == "pass" and not x["retries"] for x in doc["results"])
+    run_count = r'<p class="run-count">(\d+) tests'
+    static = int(re.search(run_count, showcase.page()).group(1))
+    assert int(re.search(run_count, dom).group(1)) == static + hidden
+    passed = sum(x["verdict"] == "pass" for x in doc["results"])
+    assert re.search(rf'<span class="passed">{passed} Passed \(\d+ in the matrix only\),</span>', dom)
 
 
 def test_result_details_show_rule_evidence_remediation_and_blocker(showcase):
@@ -112,7 +130,7 @@ def test_waivers_valid_expired_and_unmatched(showcase):
     rows = re.findall(r'<tr class="waiver-(\w+)" data-status="\w+" data-matched="(\d+)">', dom)
     assert rows == [(s, str(m)) for s, m in states]
     assert "matched nothing" in dom and "expired — its failures stay failures" in dom
-    assert '<td class="cell v-waived" data-verdict="waived"' in dom
+    assert '<td class="v-waived"><a href="#' in dom
     assert "DKMS rebuild scheduled in the next maintenance window" in dom
 
 
@@ -155,7 +173,7 @@ def test_mig_layout_is_drawn_per_gpu(showcase):
 
 
 def test_no_secret_in_html_json_or_junit(showcase):
-    texts = {"DOM": showcase.dom, "HTML": showcase.html.read_text(), "JSON": showcase.json.read_text(),
+    texts = {"DOM": showcase.dom, "HTML": showcase.page_and_passes(), "JSON": showcase.json.read_text(),
              "JUnit": showcase.junit.read_text(), "terminal": showcase.proc.stdout}
     for where, text in texts.items():
         leaked = [name for name, secret in SECRETS.items() if secret in text]
@@ -165,6 +183,9 @@ def test_no_secret_in_html_json_or_junit(showcase):
     evidence = by(doc, "node.containerd.nvidia_runtime", "/leaky")["evidence"]
     assert 'password = "***"' in evidence or "password = ***" in evidence
     assert "Bearer ***" in evidence and "oauth2_proxy_kubeflow=***" in evidence
+    # the leaky host's passes carry it in the page's compressed pass block too, masked the same
+    assert by(doc, "node.containerd.nvidia_runtime", "/leaky")["verdict"] == "pass"
+    assert evidence in page_passes(showcase.page())["b"] or "Bearer ***" in json.dumps(page_passes(showcase.page()))
     assert "token=***" in next(h for h in doc["fingerprint"]["hosts"] if h["host"].endswith("/leaky"))["os"]
     assert "lockdown=password=***" in by(doc, "node.kernel.cmdline_forbidden", "/leaky")["message"]
     assert "svc:***@proxy" in doc["fingerprint"]["command"]
@@ -187,3 +208,48 @@ def test_screenshot_is_kept(showcase, tmp_path_factory):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     if os.environ.get("GPUCONFORM_UPDATE_SCREENSHOT"):
         shutil.copy(png, REPO / "docs" / "report-screenshot.png")
+
+
+#: Appended to a copy of the page: clicks the first P of the matrix, then records the pass panel.
+PASS_CLICK = """<script>window.addEventListener('load', function () { setTimeout(function () {
+  var td = document.querySelector('#gc-matrix td.v-pass'), row = td.parentNode;
+  td.click();
+  setTimeout(function () {
+    var p = document.getElementById('gc-pass-panel');
+    document.body.setAttribute('data-panel', JSON.stringify({hidden: p.hidden, check: p.dataset.check,
+      host: p.dataset.host, rule: p.querySelector('.gc-rule').textContent,
+      evidence: p.querySelector('.gc-evidence').textContent}));
+  }, 500); }, 100); });</script>"""
+
+
+def test_a_pass_shows_its_rule_and_evidence_on_a_click(showcase, tmp_path):
+    """A clean pass has no row in the results table: a click on its P opens the pass panel with
+    the rule and the evidence the JSON has for it."""
+    page = tmp_path / "click.html"
+    page.write_text(showcase.html.read_text().replace("</body>", PASS_CLICK + "</body>"))
+    dom = dump_dom(page)
+    panel = json.loads(html_mod.unescape(re.search(r'data-panel="([^"]+)"', dom).group(1)))
+    rec = next(x for x in showcase.doc["results"] if x["verdict"] == "pass" and x["host"] == panel["host"]
+               and x["check_id"] + (f"[{x['param']}]" if x["param"] else "") == panel["check"])
+    assert panel["hidden"] is False
+    assert panel["rule"] == rec["rule"] and panel["evidence"] == rec["evidence"] and rec["evidence"]
+
+
+def test_first_screen_says_what_must_be_fixed(showcase):
+    """Before the matrix: the failed and could-not-check results grouped by check (hosts linked,
+    one-line finding, fix); pytest-html's environment table is moved below the results."""
+    doc, dom = showcase.doc, showcase.dom
+    order = [dom.index(x) for x in ('id="gc-verdict"', 'id="gc-fix"', 'id="gc-layers"', 'id="gc-matrix"',
+                                    'id="results-table"', 'id="environment"', 'id="gc-signoff"')]
+    assert order == sorted(order)
+    fix = dom[dom.index('id="gc-fix"'):dom.index('id="gc-layers"')]
+    rows = re.findall(r'<tr data-check="([^"]+)" data-verdict="(\w+)" data-hosts="(\d+)">(.*?)</tr>', fix, re.S)
+    want = {}
+    for x in doc["results"]:
+        if x["verdict"] in ("fail", "error"):
+            key = (x["check_id"] + (f"[{x['param']}]" if x["param"] else ""), x["verdict"])
+            want.setdefault(key, []).append(x)
+    assert {(k.replace("&amp;", "&"), v): int(n) for k, v, n, _ in rows} == {k: len(v) for k, v in want.items()}
+    key, verdict, _n, cells = next(r for r in rows if r[0] == "node.containerd.nvidia_default")
+    rec = want[(key, verdict)][0]
+    assert f'href="#{rec["anchor"]}"' in cells and rec["remediation"].splitlines()[0][:60] in html_mod.unescape(cells)

@@ -61,8 +61,10 @@ def test_pass_after_retries_is_kept_apart():
     assert html.verdict_text(r) == "PASS after 2 retries" and html.shown_verdict(r) == "retried"
     assert html.verdict_text(record(verdict="pass")) == "PASS"
     doc = {"results": [r, record(verdict="pass", host="gpu-2")]}
-    cells = re.findall(r'data-verdict="(\w+)"[^>]*><a [^>]*>(\w)</a>', html.matrix(doc))
+    cells = re.findall(r'<td class="v-(\w+)">(?:<a [^>]*>)?(\w)<', html.matrix(doc))
     assert sorted(cells) == [("pass", "P"), ("retried", "R")]
+    # a clean pass is a bare letter, left out of the results table; a pass after retries is listed
+    assert html.listed(r) and not html.listed(doc["results"][1])
 
 
 @pytest.mark.parametrize("profiles, layout", [
@@ -132,7 +134,8 @@ def test_cluster_and_versions_reach_fingerprint_and_header(tmp_path):
     run_report.add(SimpleNamespace(gpuconform_platform={"kubeflow_version": "1.10.0"}))
     sha = run_report.write_json(tmp_path / "r.json")
     f = run_report.doc["fingerprint"]
-    assert f["cluster"] == {"name": "https://admin:***@api.k8s-ml.bank.example:6443", "api_server_version": "v1.31.4"}
+    assert f["cluster"] == {"name": "https://admin:***@api.k8s-ml.bank.example:6443", "api_server_version": "v1.31.4",
+                            "gpu_nodes": []}  # these facts list no node
     assert (f["gpu_operator_version"], f["kubeflow_version"]) == ("v25.10.0", "1.10.0")
     page = html.fingerprint_block(run_report.doc)
     for text in ("API server version", "v1.31.4", "GPU Operator", "v25.10.0", "Kubeflow", "1.10.0"):
@@ -154,3 +157,32 @@ def test_cluster_checks_about_nodes_get_their_own_matrix():
     assert re.findall(r'<tr data-check="([^"]+)">', page) == ["cluster.node.ready"]  # the node is the column
     assert len(re.findall(r'<th class="host"', page)) == 2 and 'id="gc-matrix-cluster"' in page
     assert html.matrix({"results": results}, "node") == ""
+
+
+def test_drift_compares_only_what_both_runs_know():
+    """A layer's hosts are compared only when it ran in both runs, a fact only when both know it;
+    a new host's failures are "hosts added", not "newly failing"; waived → pass is newly passing."""
+    from gpuconform.report import drift
+
+    def doc(results, hosts=(), cluster=None, operator=None):
+        return {"fingerprint": {"started": "2026-11-30T02:00:00+00:00", "hosts": list(hosts), "cluster": cluster,
+                                "gpu_operator_version": operator},
+                "verdict": {"word": "ACCEPTED"}, "results": results}
+    before = doc([record(verdict="pass"), record(verdict="waived", check_id="node.sysctl"),
+                  record(verdict="pass", host="gpu-2"), record(layer="cluster", host="w1", verdict="pass")],
+                 hosts=[{"host": "gpu-1", "driver": "580.95.05", "kernel": "6.1"}, {"host": "gpu-2", "error": "x"}],
+                 cluster={"gpu_nodes": [{"name": "w1", "mig_config": "all-1g.10gb"}]}, operator="v25.3.0")
+    now = doc([record(verdict="fail"), record(verdict="pass", check_id="node.sysctl"),
+               record(verdict="fail", host="gpu-3")],
+              hosts=[{"host": "gpu-1", "driver": "580.95.05", "kernel": "6.2"}, {"host": "gpu-2", "driver": "570"}],
+              operator="v25.10.0")
+    d = drift.compare(before, now, "b.json", "0" * 64, ("kernel", "mig", "hosts_added"))
+    assert [(c["check_id"], c["host"], c["was"]) for c in d["newly_failing"]] == [("node.dkms.nvidia_installed", "gpu-1", "pass")]
+    assert [(c["check_id"], c["was"]) for c in d["newly_passing"]] == [("node.sysctl", "waived")]
+    assert d["hosts_added"] == ["gpu-3"] and d["hosts_removed"] == ["gpu-2"]  # the cluster layer did not run now
+    assert d["facts"] == [{"kind": "kernel", "host": "gpu-1", "was": "6.1", "now": "6.2"},
+                          {"kind": "gpu_operator", "host": None, "was": "v25.3.0", "now": "v25.10.0"}]
+    assert d["failing"] == ["kernel", "hosts_added"]
+    assert model.overall(now["results"], [], {"node"}, drifted=tuple(d["failing"])).reasons[-1] == \
+        "drift since the baseline (--fail-on-drift): kernel, hosts_added"
+    assert drift.fail_on_kinds("all") == model.DRIFT_KINDS and drift.fail_on_kinds("gpu-count") == ("gpu_count",)

@@ -12,12 +12,15 @@ from report_harness import dump_dom, hosts_arg, run, screenshot
 #: Appended to a copy of the page: scrolls the matrix and records where its headers are then.
 STICKY_PROBE = """<script>window.addEventListener('load', function () {
   var w = document.querySelector('.gc-matrix-wrap');
+  w.scrollIntoView();  // the matrix is laid out once it comes near the view (content-visibility)
+  setTimeout(function () {
   w.scrollTop = 300; w.scrollLeft = 600;
   var box = w.getBoundingClientRect();
   var head = document.querySelector('#gc-matrix thead th.host').getBoundingClientRect();
   var check = document.querySelector('#gc-matrix tbody th.check').getBoundingClientRect();
   document.body.setAttribute('data-sticky', JSON.stringify({scrollTop: w.scrollTop, scrollLeft: w.scrollLeft,
     boxTop: box.top, boxLeft: box.left, headTop: head.top, checkLeft: check.left}));
+  }, 200);
 });</script>"""
 
 MIX = ("gpu-good", "gpu-good", "good-mig", "dkms-added", "gpu-good", "containerd-not-default",
@@ -37,7 +40,7 @@ def test_xdist_writes_one_report_from_all_workers(host_roots, tmp_path):
     assert key(par.doc) == key(serial.doc)
     assert [h["host"] for h in par.doc["fingerprint"]["hosts"]] == sorted(str(r) for r in roots)
     page = par.html.read_text()
-    assert len(re.findall(r'<td class="cell v-', page)) == len(par.doc["results"])
+    assert len(re.findall(r'<td class="v-', page)) == len(par.doc["results"])
     assert page.count('id="gc-signoff"') == 1
     assert len(re.findall(r"<properties>", par.junit.read_text())) == len(par.doc["results"])
 
@@ -67,7 +70,7 @@ def test_hundred_hosts_stay_readable(hundred, tmp_path):
     assert len(checks) >= 30 and len(doc["results"]) == 100 * len(checks)
     dom = r.html.read_text()  # the summary fragments are static HTML; the browser only takes the picture
     assert len(re.findall(r'<th class="host" title=', dom)) == 100
-    assert len(re.findall(r'<td class="cell v-', dom)) == len(doc["results"])
+    assert len(re.findall(r'<td class="v-', dom)) == len(doc["results"])
     header = re.findall(r'<th class="host" title="[^"]+">([^<]+)</th>', dom)
     assert header[:3] == ["gpu-001", "gpu-002", "gpu-003"] and header[-1] == "gpu-100"  # short, natural order
     # one MIG picture for the 10 MIG hosts that share a layout

@@ -58,7 +58,7 @@ def leaky_run(tmp_path_factory):
 
 
 def artifacts(r) -> dict[str, str]:
-    return {"JSON": r.json.read_text(), "HTML": r.html.read_text(), "JUnit": (r.folder / "junit.xml").read_text(),
+    return {"JSON": r.json.read_text(), "HTML": r.page_and_passes(), "JUnit": (r.folder / "junit.xml").read_text(),
             "terminal": r.proc.stdout + r.proc.stderr}
 
 

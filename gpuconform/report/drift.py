@@ -1,0 +1,148 @@
+"""Drift since the last accepted run (``--baseline=<its JSON>``): results newly failing or newly
+passing, hosts and nodes added or removed, and changed platform facts.
+
+A layer's hosts are compared only when that layer has results in both runs, and a fact only when
+both runs know it (a partial run or a host whose facts could not be read is no drift). A result
+is "newly failing" when it is fail or error now and was anything else (or did not exist on a
+host the baseline had); "newly passing" when it passes now and failed, errored or was waived.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pydantic
+
+from gpuconform.redact import redact
+from gpuconform.report.model import BASELINE_SCHEMAS, DRIFT_KINDS, LAYERS, Results
+
+FAILING = ("fail", "error")
+
+
+class BaselineError(ValueError):
+    """The --baseline file or --fail-on-drift value cannot be used (one line, exit 4)."""
+
+
+def fail_on_kinds(text: str | None) -> tuple[str, ...]:
+    """``--fail-on-drift=driver,hosts_removed`` (or ``all``) → the kinds, each one known."""
+    if not text:
+        return ()
+    kinds = [k.strip().replace("-", "_") for k in text.split(",") if k.strip()]
+    if kinds == ["all"]:
+        return DRIFT_KINDS
+    unknown = [k for k in kinds if k not in DRIFT_KINDS]
+    if unknown or not kinds:
+        raise BaselineError(f"--fail-on-drift={text}: unknown kind {unknown[0] if unknown else '(none)'!r}; "
+                            f"known: all, {', '.join(DRIFT_KINDS)}")
+    return tuple(dict.fromkeys(kinds))
+
+
+def load_baseline(path: str) -> tuple[dict, str]:
+    """(the baseline document, sha256 of its file); BaselineError naming the file otherwise."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise BaselineError(f"--baseline={path}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"--baseline={path}: not JSON ({exc})") from None
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    if schema not in BASELINE_SCHEMAS:
+        raise BaselineError(f"--baseline={path}: schema {schema!r} is not a gpuconform results file "
+                            f"({' or '.join(BASELINE_SCHEMAS)})")
+    try:
+        Results.model_validate({**doc, "schema": BASELINE_SCHEMAS[-1]})
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise BaselineError(f"--baseline={path}: {where}: {err['msg']}") from None
+    return doc, hashlib.sha256(data).hexdigest()
+
+
+def _key(r: dict) -> tuple:
+    return r["layer"], r["check_id"], r["param"], r["host"]
+
+
+def _hosts(doc: dict) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {layer: set() for layer in LAYERS}
+    for r in doc["results"]:
+        if r.get("host") and r.get("layer") in out:
+            out[r["layer"]].add(r["host"])
+    return out
+
+
+def _layers_ran(doc: dict) -> set[str]:
+    return {r["layer"] for r in doc["results"]}
+
+
+def _facts(doc: dict) -> dict[tuple[str, str | None], str]:
+    """(kind, host or None) → value, for every fact the run knows."""
+    f = doc["fingerprint"]
+    out: dict[tuple[str, str | None], str] = {}
+    for h in f.get("hosts") or []:
+        if h.get("error"):
+            continue
+        for kind, field in (("driver", "driver"), ("fabric_manager", "fabric_manager"), ("gpu_model", "gpu_model"),
+                            ("gpu_count", "gpu_count"), ("mig", "mig"), ("kernel", "kernel")):
+            if h.get(field) not in (None, "", "unknown"):
+                out[(kind, h["host"])] = str(h[field])
+    cluster = f.get("cluster") or {}
+    for n in cluster.get("gpu_nodes") or []:
+        for kind, field in (("gpu_model", "gpu_product"), ("gpu_count", "gpu_count"), ("mig", "mig_config")):
+            if n.get(field) is not None:
+                out[(kind, n["name"])] = str(n[field])
+    for kind, value in (("kubernetes", cluster.get("api_server_version")),
+                        ("gpu_operator", f.get("gpu_operator_version")), ("kubeflow", f.get("kubeflow_version"))):
+        if value:
+            out[(kind, None)] = value
+    return out
+
+
+def compare(baseline: dict, doc: dict, path: str, sha256: str, fail_on: tuple[str, ...] = ()) -> dict:
+    """The ``Drift`` dict of ``doc`` (this run, records and fingerprint built) against ``baseline``."""
+    before = {_key(r): r["verdict"] for r in baseline["results"]}
+    old_hosts, new_hosts = _hosts(baseline), _hosts(doc)
+    both = _layers_ran(baseline) & _layers_ran(doc)
+    failing, passing = [], []
+    for r in doc["results"]:
+        was = before.get(_key(r))
+        known = was is not None or r["host"] is None or r["host"] in old_hosts.get(r["layer"], ())
+        change = {"check_id": r["check_id"], "param": r["param"], "host": r["host"], "was": was,
+                  "now": r["verdict"], "anchor": r["anchor"]}
+        if r["verdict"] in FAILING and was not in FAILING and known:
+            failing.append(change)
+        elif r["verdict"] == "pass" and was in (*FAILING, "waived"):
+            passing.append(change)
+    added = sorted(h for layer in both for h in new_hosts[layer] - old_hosts[layer])
+    removed = sorted(h for layer in both for h in old_hosts[layer] - new_hosts[layer])
+    old_facts, new_facts = _facts(baseline), _facts(doc)
+    facts = [{"kind": kind, "host": host, "was": old_facts[(kind, host)], "now": value}
+             for (kind, host), value in new_facts.items()
+             if (kind, host) in old_facts and old_facts[(kind, host)] != value]
+    facts.sort(key=lambda c: (DRIFT_KINDS.index(c["kind"]), c["host"] or ""))
+    drift = {"baseline": redact(path), "baseline_started": baseline["fingerprint"]["started"],
+             "baseline_verdict": baseline["verdict"]["word"], "baseline_sha256": sha256,
+             "newly_failing": failing, "newly_passing": passing, "hosts_added": added, "hosts_removed": removed,
+             "facts": facts, "fail_on": list(fail_on)}
+    drift["failing"] = [k for k in fail_on if drifted(drift, k)]
+    return drift
+
+
+def drifted(drift: dict, kind: str) -> bool:
+    """Whether ``kind`` (one of DRIFT_KINDS) changed."""
+    if kind in ("newly_failing", "newly_passing", "hosts_added", "hosts_removed"):
+        return bool(drift[kind])
+    return any(c["kind"] == kind for c in drift["facts"])
+
+
+def options(baseline: str | None, fail_on: str | None) -> tuple[tuple[str, dict, str] | None, tuple[str, ...]]:
+    """``--baseline`` and ``--fail-on-drift`` checked: ((path, document, sha256) or None, kinds)."""
+    kinds = fail_on_kinds(fail_on)
+    if kinds and not baseline:
+        raise BaselineError(f"--fail-on-drift={fail_on}: needs --baseline=<last accepted JSON>")
+    if not baseline:
+        return None, kinds
+    doc, sha = load_baseline(baseline)
+    return (baseline, doc, sha), kinds
