@@ -73,7 +73,8 @@ def image(tmp_path_factory) -> Path:
                                capture_output=True, text=True, check=True).stdout.strip())
     (site / "dependencies.pth").write_text(deps + "\n")
     target = str(root / install[2].lstrip("/"))
-    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", f"--prefix={venv}", target],
+    proc = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--ignore-installed", "--no-build-isolation",
+                           f"--prefix={venv}", target],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     for command in cleanups:  # the RUN line's removals, inside the image's root
