@@ -54,3 +54,23 @@ def process_state(root: Path, stop_leftovers: Callable[[Path], None]) -> Iterato
         yield state
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running_kubeflow_bed(root: Path) -> Iterator:
+    """A Kubeflow test bed (testbed/kubeflow) in a state folder of this process under ``root``,
+    stopped afterwards; beds left by dead runs are stopped first."""
+    from testbed.cluster.procs import Supervisor
+    from testbed.kubeflow.bed import KubeflowBed
+
+    def stop_leftovers(folder: Path) -> None:
+        for sub in ("login", "cluster"):
+            Supervisor(folder / sub).stop_all()
+
+    with process_state(root, stop_leftovers) as state:
+        bed = KubeflowBed(state, attached=True)
+        bed.start()
+        try:
+            yield bed
+        finally:
+            bed.stop()

@@ -17,37 +17,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cluster_harness import PROFILE, STATE, by_check
+from cluster_harness import PROFILE, by_check, shared_platform
 from runner import run_suite
-from testbed.cluster.bed import TestBed
-from testbed.cluster.controlplane import ControlPlane
-from testbed.cluster.kube import client_for
-from testbed.cluster.platform import Platform
-from testbed.cluster.scenarios import Scenarios
-
-
-def _attach(bed: TestBed) -> TestBed:
-    """Bind a TestBed object to a control plane that already runs in its state folder."""
-    bed.api = client_for(bed.kubeconfig)
-    bed.platform = Platform(bed.api)
-    bed.scenarios = Scenarios(bed.platform)
-    return bed
 
 
 @pytest.fixture(scope="session")
 def platform():
-    bed = TestBed(STATE, attached=True)
-    owned = not ControlPlane(STATE).running()
-    if owned:
-        bed.start()
-    else:
-        _attach(bed)
-        bed.reset()
-    try:
+    with shared_platform() as bed:
         yield bed
-    finally:
-        if owned:
-            bed.stop()
 
 
 @pytest.fixture

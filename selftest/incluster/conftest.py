@@ -14,31 +14,14 @@ from __future__ import annotations
 import pytest
 
 import incluster_harness as h
-from cluster_harness import STATE
+from cluster_harness import shared_platform
 from gpuconform.cluster.connect import connect
-from testbed.cluster.bed import TestBed
-from testbed.cluster.controlplane import ControlPlane
-from testbed.cluster.kube import client_for
-from testbed.cluster.platform import Platform
-from testbed.cluster.scenarios import Scenarios
 
 
 @pytest.fixture(scope="session")
 def platform():
-    bed = TestBed(STATE, attached=True)
-    owned = not ControlPlane(STATE).running()
-    if owned:
-        bed.start()
-    else:  # bound to the control plane already running in this state folder
-        bed.api = client_for(bed.kubeconfig)
-        bed.platform = Platform(bed.api)
-        bed.scenarios = Scenarios(bed.platform)
-        bed.reset()
-    try:
+    with shared_platform() as bed:
         yield bed
-    finally:
-        if owned:
-            bed.stop()
 
 
 @pytest.fixture(scope="session")

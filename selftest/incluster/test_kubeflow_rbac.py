@@ -9,9 +9,7 @@ import pytest
 
 import incluster_harness as h
 from gpuconform.cluster.connect import connect
-from runner import process_state, run_suite
-from testbed.cluster.procs import Supervisor
-from testbed.kubeflow.bed import KubeflowBed
+from runner import run_suite, running_kubeflow_bed
 
 KUBEFLOW_RBAC = h.IN_CLUSTER / "kubeflow" / "rbac.yaml"
 STATE_ROOT = h.REPO / ".state" / "selftest-incluster-kubeflow"
@@ -36,20 +34,10 @@ REMOVALS = {
 }
 
 
-def _stop_leftovers(folder):
-    for sub in ("login", "cluster"):
-        Supervisor(folder / sub).stop_all()
-
-
 @pytest.fixture(scope="module")
 def kubeflow_bed():
-    with process_state(STATE_ROOT, _stop_leftovers) as state:
-        bed = KubeflowBed(state, attached=True)
-        bed.start()
-        try:
-            yield bed
-        finally:
-            bed.stop()
+    with running_kubeflow_bed(STATE_ROOT) as bed:
+        yield bed
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import process_state, run_suite
-from testbed.cluster.procs import Supervisor
-from testbed.kubeflow.bed import KubeflowBed
+from runner import run_suite, running_kubeflow_bed
 
 REPO = Path(__file__).resolve().parents[2]
 STATE_ROOT = REPO / ".state" / "selftest-kubeflow"
@@ -28,20 +26,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
-def _stop_leftovers(folder: Path) -> None:
-    for sub in ("login", "cluster"):
-        Supervisor(folder / sub).stop_all()
-
-
 @pytest.fixture(scope="session")
 def kubeflow_bed():
-    with process_state(STATE_ROOT, _stop_leftovers) as state:
-        bed = KubeflowBed(state, attached=True)
-        bed.start()
-        try:
-            yield bed
-        finally:
-            bed.stop()
+    with running_kubeflow_bed(STATE_ROOT) as bed:
+        yield bed
 
 
 class Results:
