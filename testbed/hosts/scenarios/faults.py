@@ -185,7 +185,8 @@ def _runtime_binary_missing(s: Scenario) -> None:
 def _toolkit_from_operator(s: Scenario) -> None:
     # NVIDIA/gpu-operator deployments/gpu-operator/values.yaml: toolkit.installDir "/usr/local/nvidia"
     # (api/nvidia/v1/clusterpolicy_types.go ToolkitSpec.InstallDir); the toolkit container puts
-    # nvidia-container-runtime and nvidia-ctk in <installDir>/toolkit and points containerd's
+    # nvidia-container-runtime and nvidia-ctk in <installDir>/toolkit (controllers/object_controls.go
+    # joins InstallDir with "toolkit/nvidia-cdi-hook" for the operands) and points containerd's
     # `nvidia` runtime there (BinaryName /usr/local/nvidia/toolkit/nvidia-container-runtime).
     s.toolkit_dir = "/usr/local/nvidia/toolkit"
     s.packages = [p for p in s.packages if p.name != "nvidia-container-toolkit"]
