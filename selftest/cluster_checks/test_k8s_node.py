@@ -4,6 +4,7 @@ command there and serves its log), and the verdicts, messages and evidence are t
 roots probed as ``chroot://`` hosts -- on a good worker and on a faulty one."""
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -39,6 +40,10 @@ def _node_run(platform, tmp_path: Path, hosts: str, *args: str, profile: Path = 
     return proc, doc
 
 
+#: the date column of `ls -l` (busybox: "Dec  1 10:04")
+LS_TIME = re.compile(r"\b[A-Z][a-z]{2} +\d{1,2} +\d{2}:\d{2}\b")
+
+
 def _by_host(doc: dict, label_of: dict[str, str]) -> dict[str, dict]:
     """{scenario: {(check, param): (verdict, message, evidence)}}, host labels put in neutral form."""
     out: dict[str, dict] = {}
@@ -46,6 +51,8 @@ def _by_host(doc: dict, label_of: dict[str, str]) -> dict[str, dict]:
         scenario = label_of[r["host"]]
         text = [r["message"], r["evidence"]]
         text = [t.replace(r["host"], "<host>") if t else t for t in text]
+        # the two paths read two renderings of one scenario: `ls -l` times may differ by a minute
+        text = [LS_TIME.sub("<mtime>", t) if t else t for t in text]
         out.setdefault(scenario, {})[(r["check_id"], r["param"])] = (r["verdict"], *text)
     return out
 

@@ -153,7 +153,7 @@ def test_page_grows_with_failures_not_with_hosts(farm, tmp_path):
 def test_mig_picture_shows_the_clusters_gpu_nodes():
     """The cluster's GPU nodes, as the bed publishes them (GPU Feature Discovery's labels and the
     MIG manager's), are drawn by their nvidia.com/mig.config; nodes sharing it share a picture."""
-    from testbed.cluster.platform import GpuWorker, published_node
+    from testbed.cluster.nodes import GpuWorker, published_node
     workers = [GpuWorker("gpu-worker-1", "all-1g.10gb"), GpuWorker("gpu-worker-2", "all-balanced"),
                GpuWorker("gpu-worker-3", "all-disabled"), GpuWorker("gpu-worker-4", "all-1g.10gb")]
     nodes = [fingerprint.gpu_node_summary(published_node(w)) for w in workers]

@@ -62,6 +62,8 @@ class ControlPlane:
 
     @property
     def server(self) -> str:
+        if "apiserver" not in self.ports and self.info_file.is_file():  # a control plane another
+            self.ports.update(json.loads(self.info_file.read_text())["ports"])  # object started here
         return f"https://{LOOPBACK}:{self.ports['apiserver']}"
 
     @property
