@@ -37,7 +37,6 @@ class Images:
 
 @dataclasses.dataclass(frozen=True)
 class Deadlines:
-    schedule_s: float = 120     #: created -> bound to a node and started
     image_pull_s: float = 300   #: stuck in ErrImagePull/ImagePullBackOff for this long -> give up
     run_s: float = 300          #: created -> Succeeded/Failed
     event_s: float = 60         #: waiting for an expected event
