@@ -27,15 +27,39 @@ from gpuconform.node.facts import NodeFacts
 HOST_GRACE_S = 2
 
 
+class NotStarted(NodeFacts):
+    """This machine could not start the probe's local process (fork/exec of ``ssh`` or the shell
+    failed, twice): the host was never asked, so it is "could not check", not "unreachable"."""
+    could_not_check = True
+
+
+def _started_here(exc: BaseException) -> bool:
+    """An error of starting a local process: an OSError naming the program (``[Errno 14] Bad
+    address: '/bin/sh'``, ``No such file or directory: 'ssh'``). A socket's error names none."""
+    return isinstance(exc, OSError) and exc.filename is not None
+
+
+def _run(host: Any, script: str):
+    """``host.run(script)``, once more when the local process could not be started."""
+    try:
+        return host.run(script)
+    except OSError as exc:
+        if not _started_here(exc):
+            raise
+    return host.run(script)
+
+
 def probe_host(host: Any, label: str, script: str) -> NodeFacts:
     """Run the probe on a testinfra host; transport failures become a facts error."""
     try:
-        result = host.run(script)
+        result = _run(host, script)
     except RuntimeError as exc:  # testinfra raises with the ssh result on exit 255
         res = exc.args[0] if exc.args else exc
         err = getattr(res, "stderr", None) or str(res)
         return NodeFacts(label, {}, f"cannot reach the host: {err.strip().splitlines()[-1] if err.strip() else err}")
     except Exception as exc:  # paramiko/kubectl/chroot backends raise their own errors
+        if _started_here(exc):
+            return NotStarted(label, {}, f"this machine could not start the probe (tried twice): {exc}")
         return NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
     sections = probe.parse(result.stdout)
     if not sections:

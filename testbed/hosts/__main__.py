@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="serve the scenarios while COMMAND runs with --hosts and "
                                      "--ssh-config appended, then stop them (even on failure)")
     run.add_argument("--names", default="", help="comma-separated scenarios (default: all)")
+    run.add_argument("--copies", type=int, default=1,
+                     help="serve each scenario N times as <name>-001... from one root (default: 1)")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND")
     sub.add_parser("list", help="scenario names with what each simulates")
     render = sub.add_parser("render", help="render one scenario into a root for chroot")
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
         if not cmd:
             parser.error("run needs a command after --")
-        with net.SshNodes(names, args.state) as nodes:
+        with net.SshNodes(names, args.state, copies=args.copies) as nodes:
             return _run_group([*cmd, f"--hosts={nodes.hosts_arg}", f"--ssh-config={nodes.ssh_config}"])
     elif args.command == "down":
         net.sweep(args.state)

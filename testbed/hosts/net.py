@@ -42,6 +42,7 @@ class Node:
     address: str
     namespace: str
     root: Path
+    scenario: str
     pid: int | None = None
 
 
@@ -57,9 +58,12 @@ class SshNodes:
     ...                     f"--ssh-config={nodes.ssh_config}"])
     """
 
-    def __init__(self, names: Iterable[str], state: Path | None = None):
+    def __init__(self, names: Iterable[str], state: Path | None = None, copies: int = 1):
+        """``copies`` > 1 serves each scenario that many times (``<name>-001`` ...), from one root:
+        a fleet of like hosts for the benchmarks."""
         self.names = list(names)
-        if len(self.names) > 240:
+        self.copies = copies
+        if copies < 1 or len(self.names) * copies > 240:
             raise ValueError("at most 240 nodes fit in 10.213.0.0/24")
         self.state = Path(state or DEFAULT_STATE).absolute()
         self.nodes: list[Node] = []
@@ -101,10 +105,12 @@ class SshNodes:
         self.state.chmod(0o755)
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # Debian sshd's privilege-separation dir
         self._keys()
-        self.nodes = [Node(name, f"{SUBNET}.{FIRST_HOST + i}", f"{PREFIX}-{name}", self.root_of(name))
-                      for i, name in enumerate(self.names)]
-        for node in self.nodes:
-            rootfs.render(scenarios.build(node.name), node.root, stage=self.state / ".bin")
+        named = [(name if self.copies == 1 else f"{name}-{k:03d}", name)
+                 for name in self.names for k in range(1, self.copies + 1)]
+        self.nodes = [Node(host, f"{SUBNET}.{FIRST_HOST + i}", f"{PREFIX}-{host}", self.root_of(name), name)
+                      for i, (host, name) in enumerate(named)]
+        for name in self.names:
+            rootfs.render(scenarios.build(name), self.root_of(name), stage=self.state / ".bin")
         self._record()  # before anything exists, so a sweep finds a half-built run
         self._bridge()
         for i, node in enumerate(self.nodes):
@@ -150,6 +156,7 @@ class SshNodes:
 
     def _sshd(self, node: Node) -> None:
         d = self.state / node.name
+        d.mkdir(exist_ok=True)
         key = d / "ssh_host_ed25519_key"
         if not key.exists():
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
@@ -226,14 +233,14 @@ LogLevel ERROR
         """One real login, so a broken chroot or key shows here rather than as 30 failing hosts."""
         out = subprocess.run(["ssh", "-F", str(self.ssh_config), node.name, "cat /proc/sys/kernel/osrelease"],
                              capture_output=True, text=True, timeout=30)
-        expected = scenarios.build(node.name).kernel
+        expected = scenarios.build(node.scenario).kernel
         if out.returncode != 0 or out.stdout.strip() != expected:
             raise RuntimeError(f"login to {node.name} failed: rc={out.returncode} "
                                f"stdout={out.stdout!r} stderr={out.stderr!r}")
 
     def _record(self) -> None:
         data = {"nodes": [{"name": n.name, "address": n.address, "namespace": n.namespace,
-                           "root": str(n.root), "pid": n.pid} for n in self.nodes]}
+                           "root": str(n.root), "scenario": n.scenario, "pid": n.pid} for n in self.nodes]}
         (self.state / "nodes.json").write_text(json.dumps(data, indent=2))
 
 

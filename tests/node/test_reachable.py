@@ -7,6 +7,6 @@ from gpuconform.node.facts import CannotTell
            "raise timeouts.probe_s in the profile for slow hosts.")
 def test_host_answers_probe(node):
     """The host runs the probe and returns its facts."""
-    if node.could_not_check:  # e.g. its k8s-node:// probe pod never ran: not the host's answer
+    if node.could_not_check:  # its k8s-node:// pod never ran, or this machine could not start the probe
         raise CannotTell(node.error)
     assert node.error is None, node.error
