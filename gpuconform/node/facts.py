@@ -11,6 +11,7 @@ from functools import cached_property
 
 from gpuconform.node import probe
 from gpuconform.parsers import containerd, dkms, host, kernel, kmod, nvidia_smi, systemd
+from gpuconform.redact import redact
 
 
 class CannotTell(Exception):
@@ -55,7 +56,14 @@ class NodeFacts:
         return sec.out
 
     def evidence(self, *names: str) -> str:
-        """The commands behind ``names`` and what they printed, trimmed."""
+        """The commands behind ``names`` and what they printed, trimmed and redacted: made once per
+        host and set of names, however many checks show it."""
+        cache = self.__dict__.setdefault("_evidence_cache", {})
+        if names not in cache:
+            cache[names] = redact(self._evidence(names))
+        return cache[names]
+
+    def _evidence(self, names: tuple[str, ...]) -> str:
         parts = []
         for name in names:
             sec = self.sections.get(name)

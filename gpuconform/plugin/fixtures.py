@@ -20,7 +20,7 @@ def host_label(host) -> str:
     return host.backend.get_hostname()
 
 
-def _all_hosts(config: pytest.Config) -> list:
+def all_hosts(config: pytest.Config) -> list:
     spec = config.option.hosts
     if not spec:
         return []
@@ -48,7 +48,7 @@ def probe_script(loaded: profile_mod.LoadedProfile):
 def _facts_pool(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.LoadedProfile):
     pool = FactsPool(probe_script(gpuconform_profile), gpuconform_profile.profile.timeouts.probe_s)
     if not hasattr(pytestconfig, "workerinput"):  # an xdist worker probes only the hosts it gets
-        for h in _all_hosts(pytestconfig):  # probe every host at once, not one by one
+        for h in all_hosts(pytestconfig):  # probe every host at once, not one by one
             if not k8s_node.is_k8s_node(h):  # those are probed through pods (k8s_node_fixtures.py)
                 pool.submit(host_label(h), lambda h=h: h)
     yield pool

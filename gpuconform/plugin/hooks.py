@@ -133,16 +133,13 @@ class Hooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Markers mirror folders: tests/node/** is `node`, and so on. Checks marked `disruptive`
-        change the platform: they run only when -m names them. Under xdist, the checks of one
-        host form one group, so each host is probed by one worker only."""
+        change the platform: they run only when -m names them. (Order and xdist distribution:
+        gpuconform/plugin/distribution.py.)"""
         for item in items:
             parts = Path(str(item.path)).parts
             for layer in LAYERS:
                 if "tests" in parts and layer in parts[parts.index("tests"):]:
                     item.add_marker(layer)
-            params = getattr(getattr(item, "callspec", None), "params", {})
-            if "_testinfra_host" in params:
-                item.add_marker(pytest.mark.xdist_group(params["_testinfra_host"].backend.get_pytest_id()))
         if "disruptive" not in (self.config.option.markexpr or ""):
             dropped = [i for i in items if i.get_closest_marker("disruptive") is not None]
             if dropped:

@@ -29,7 +29,7 @@ def connector(config: pytest.Config):
 @pytest.fixture(scope="session")
 def _k8s_node_probes(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.LoadedProfile):
     from gpuconform.node import k8s_node
-    from gpuconform.plugin.fixtures import _all_hosts, host_label, probe_script
+    from gpuconform.plugin.fixtures import all_hosts, host_label, probe_script
     prof = gpuconform_profile.profile
     t, k = prof.timeouts, prof.k8s_node
     probes = k8s_node.ProbePods(
@@ -39,7 +39,7 @@ def _k8s_node_probes(pytestconfig: pytest.Config, gpuconform_profile: profile_mo
         probe_script(gpuconform_profile))
     pytestconfig.stash[PROBE_PODS] = probes
     if not hasattr(pytestconfig, "workerinput"):  # an xdist worker probes only the hosts it gets
-        probes.submit([host_label(h) for h in _all_hosts(pytestconfig) if k8s_node.is_k8s_node(h)])
+        probes.submit([host_label(h) for h in all_hosts(pytestconfig) if k8s_node.is_k8s_node(h)])
     yield probes
     errors = probes.close()
     probes.summary = [f"gpuconform: k8s-node probes: {probes.pods_created} pods in namespace {probes.namespace} "

@@ -100,14 +100,16 @@ def host_of(item: pytest.Item, facts) -> str | None:
 
 def build(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, mark, facts,
           fix_text, layer: str | None, added_evidence: list[str] = ()) -> dict:
-    """The record of a final report (call, or a setup that did not pass). Text is redacted here.
+    """The record of a final report (call, or a setup that did not pass). Text is redacted here;
+    a host's facts come redacted, once per host (``NodeFacts.evidence``).
     ``added_evidence``: what the check itself recorded (the cluster layer's ``evidence`` fixture)."""
     message = redact(message_of(call))
     verdict = verdict_of(report, call, message)
     parts = []
     if facts is not None and verdict in ("pass", "fail", "error"):
         parts.append(facts.evidence(*mark.kwargs.get("evidence", ())))
-    evidence = redact("\n\n".join(p for p in [*parts, *added_evidence] if p))
+    parts += [redact(text) for text in added_evidence]
+    evidence = "\n\n".join(p for p in parts if p)
     blocker = _BLOCKER.match(message) if verdict == "blocked" else None
     return {"check_id": mark.kwargs["id"], "param": param_of(item), "title": mark.kwargs["title"],
             "rule": (item.function.__doc__ or "").strip() if hasattr(item, "function") else "",
