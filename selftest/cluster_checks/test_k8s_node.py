@@ -10,25 +10,19 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kubernetes import client
 
-from cluster_harness import PROFILE
+from cluster_harness import FAULTY, GOOD, PROFILE, backed_workers, probe_leftovers, wait_gone
 from runner import run_suite
-from testbed.cluster import hostexec
 from testbed.hosts import rootfs, scenarios
 
-GOOD, FAULTY = "gpu-good", "dkms-added"
-BACKING = {"gpu-worker-1": GOOD, "gpu-worker-2": FAULTY, "gpu-worker-3": GOOD}
 GPU_SELECTOR = "nvidia.com/gpu.present=true"
 
 
 @pytest.fixture(scope="module")
 def backed(platform):
     """The article's three workers backed by host roots; unbacked again afterwards."""
-    core = client.CoreV1Api(platform.api)
-    hostexec.back(core, BACKING)
-    yield core
-    hostexec.back(core, {node: None for node in BACKING})
+    with backed_workers(platform) as core:
+        yield core
 
 
 def _node_run(platform, tmp_path: Path, hosts: str, *args: str, profile: Path = PROFILE):
@@ -57,22 +51,6 @@ def _by_host(doc: dict, label_of: dict[str, str]) -> dict[str, dict]:
     return out
 
 
-def _leftovers(core: client.CoreV1Api) -> list[str]:
-    """Probe pods and probe namespaces of runs that are not yet gone."""
-    left = [f"{p.metadata.namespace}/{p.metadata.name}" for p in core.list_pod_for_all_namespaces(
-        label_selector="app.kubernetes.io/component=node-probe").items]
-    left += [n.metadata.name for n in core.list_namespace(label_selector="app.kubernetes.io/managed-by=gpuconform").items
-             if n.metadata.name.endswith("-node-probes")]
-    return left
-
-
-def _wait_clean(core: client.CoreV1Api, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while (left := _leftovers(core)) and time.monotonic() < deadline:
-        time.sleep(1)
-    assert not left, f"left behind after the run: {left}"
-
-
 def test_same_verdicts_and_evidence_as_chroot_on_good_and_faulty_worker(platform, backed, tmp_path):
     roots = {s: rootfs.render(scenarios.build(s), tmp_path / "roots" / s) for s in (GOOD, FAULTY)}
     chroot_proc, chroot_doc = _node_run(platform, tmp_path, ",".join(f"chroot://{r}" for r in roots.values()))
@@ -90,7 +68,7 @@ def test_same_verdicts_and_evidence_as_chroot_on_good_and_faulty_worker(platform
     assert "nvidia/580.95.05: added" in failed["node.dkms.nvidia_installed"]
     assert "dkms status" in via_k8s[FAULTY][("node.dkms.nvidia_installed", None)][2]  # the probe's evidence
     assert "k8s-node probes: 2 pods" in k8s_proc.stdout
-    _wait_clean(backed)
+    wait_gone(lambda: probe_leftovers(backed))
 
 
 def test_label_selector_form_checks_every_gpu_node(platform, backed, tmp_path):
@@ -100,7 +78,7 @@ def test_label_selector_form_checks_every_gpu_node(platform, backed, tmp_path):
     dkms = {r["host"]: r["verdict"] for r in doc["results"] if r["check_id"] == "node.dkms.nvidia_installed"}
     assert dkms == {"gpu-worker-1": "pass", "gpu-worker-2": "fail", "gpu-worker-3": "pass"}, dkms
     assert proc.returncode == 1
-    _wait_clean(backed)
+    wait_gone(lambda: probe_leftovers(backed))
 
 
 def test_selector_matching_no_node_is_an_error_not_an_empty_pass(platform, backed, tmp_path):
@@ -138,7 +116,7 @@ def test_probe_pod_that_never_starts_is_an_error_by_the_deadline(platform, backe
     assert by_check["node.dkms.nvidia_installed"]["verdict"] == "blocked"
     assert proc.returncode == 1
     assert elapsed < start_s + 30, f"took {elapsed:.0f}s"
-    _wait_clean(backed)
+    wait_gone(lambda: probe_leftovers(backed))
 
 
 @pytest.mark.parametrize("spec, says", [
