@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 IN_CLUSTER = REPO / "manifests" / "in-cluster"
 RBAC = IN_CLUSTER / "10-rbac.yaml"
 FENCE = IN_CLUSTER / "11-admission-policy.yaml"
+JOB = IN_CLUSTER / "50-job.yaml"
 NAMESPACE, SERVICE_ACCOUNT = "gpuconform", "gpuconform"
 USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
 sys.path.insert(0, str(REPO / "selftest" / "cluster_checks"))
@@ -205,3 +206,20 @@ def wait_fence(sa_cluster, timeout: float = 30) -> None:
                 return
         assert time.monotonic() < deadline, "the admission policy is not in force"
         time.sleep(0.3)
+
+def job_env() -> dict[str, str]:
+    """The literal environment of the Job's container (50-job.yaml), as a pod of it gets it."""
+    container = yaml.safe_load(JOB.read_text())["spec"]["template"]["spec"]["containers"][0]
+    return {var["name"]: var["value"] for var in container["env"] if "value" in var}
+
+
+def job_default_hosts() -> str:
+    """The node checks' hosts a Job runs with unless changed: its GPUCONFORM_HOSTS."""
+    return job_env()["GPUCONFORM_HOSTS"]
+
+
+def managed_namespaces(cluster) -> set[str]:
+    """The namespaces labelled as the suite's (run and probe namespaces, not yet gone)."""
+    doc = cluster.get_json("/api/v1/namespaces", {"labelSelector": "app.kubernetes.io/managed-by=gpuconform"})
+    return {n["metadata"]["name"] for n in doc["items"]}
+

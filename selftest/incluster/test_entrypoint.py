@@ -5,7 +5,9 @@ with what a pod of 50-job.yaml has: the ServiceAccount's token, CA and namespace
 $GPUCONFORM_SERVICEACCOUNT_DIR instead of /var/run/secrets/kubernetes.io/serviceaccount),
 KUBERNETES_SERVICE_HOST/PORT pointing at the cluster bed, the profile where the ConfigMap is
 mounted, the reports volume, the Job's environment, and no kubeconfig anywhere. The whole cluster
-layer passes with that ServiceAccount's RBAC and nothing else: it is sufficient."""
+layer passes with that ServiceAccount's RBAC and nothing else, and so do the node checks of the
+Job's default hosts (every GPU node, through k8s-node:// probe pods) on good workers, while a
+faulty one fails what its host root gets wrong: the RBAC and the admission policy are sufficient."""
 from __future__ import annotations
 
 import json
@@ -21,15 +23,13 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
-import yaml
 
 import incluster_harness as h
-from cluster_harness import PROFILE, by_check
+from cluster_harness import BACKING, FAULTY, FAULTY_CHECK, PROFILE, backed_workers, by_check, wait_gone
 
 WHOLE_GPU_WORKER = "gpu-worker-3"  # all-disabled: the only worker offering nvidia.com/gpu
 
 CONTAINERFILE = h.IN_CLUSTER / "Containerfile"
-JOB = h.IN_CLUSTER / "50-job.yaml"
 
 
 def containerfile() -> dict[str, list]:
@@ -89,9 +89,10 @@ def image(tmp_path_factory) -> Path:
     return root
 
 
-def pod_environment(image: Path, platform, bearer: str) -> dict[str, str]:
+def pod_environment(image: Path, platform, bearer: str, markers: str = "cluster") -> dict[str, str]:
     """What the container of 50-job.yaml sees: the Containerfile's ENV, the Job's env, the
-    kubelet's in-cluster variables and files; paths moved under ``image``."""
+    kubelet's in-cluster variables and files; paths moved under ``image``. ``markers`` replaces
+    the Job's GPUCONFORM_MARKERS (the bed has no Kubeflow; the node layer needs backed workers)."""
     spec = containerfile()
     moved = lambda v: str(image / v.lstrip("/")) if v.startswith("/") else v  # noqa: E731
     env = {"PATH": f"{image}/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
@@ -99,10 +100,7 @@ def pod_environment(image: Path, platform, bearer: str) -> dict[str, str]:
         for pair in shlex.split(line):
             key, _, value = pair.partition("=")
             env[key] = moved(value)
-    container = yaml.safe_load(JOB.read_text())["spec"]["template"]["spec"]["containers"][0]
-    for var in container["env"]:
-        if "value" in var:
-            env[var["name"]] = moved(var["value"])
+    env.update({name: moved(value) for name, value in h.job_env().items()})
     # the ConfigMap mount (the seed profile in it) and the ServiceAccount's projected files
     profile = Path(env["GPUCONFORM_PROFILE"])
     profile.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +115,7 @@ def pod_environment(image: Path, platform, bearer: str) -> dict[str, str]:
                KUBERNETES_SERVICE_PORT=str(server.port), HOME=env.get("HOME", str(image / "tmp")))
     Path(env["HOME"]).mkdir(parents=True, exist_ok=True)
     Path(env["GPUCONFORM_REPORT_DIR"]).mkdir(parents=True, exist_ok=True)
-    env["GPUCONFORM_MARKERS"] = "cluster"  # the bed has no GPU hosts for the node layer here
+    env["GPUCONFORM_MARKERS"] = markers
     return env
 
 
@@ -145,6 +143,49 @@ def test_the_pod_runs_the_cluster_layer_with_the_service_account(image, platform
     assert not bad, bad
     assert len(results) > 40
     assert sa_token not in "".join(p.read_text(errors="replace") for p in reports.iterdir() if p.is_file())
+
+
+@pytest.fixture
+def backed(platform):
+    with backed_workers(platform) as core:
+        yield core
+
+
+def test_the_pod_runs_node_checks_of_every_gpu_node_through_kubernetes(image, platform, admin, sa_token, backed,
+                                                                      tmp_path):
+    """The Job's default GPUCONFORM_HOSTS, as 50-job.yaml has it, with the node layer beside the
+    cluster layer: the three GPU workers it selects are probed through pods with the
+    ServiceAccount's token; the two good ones pass every node check, the faulty one fails only
+    the check its host root gets wrong; the run is REJECTED (exit 1) and its namespaces (the
+    run's, restricted, and the probe pods', privileged) are gone afterwards."""
+    before = h.managed_namespaces(admin)
+    env = pod_environment(image, platform, sa_token, markers="node or cluster")
+    env["GPUCONFORM_REPORT_DIR"] = str(tmp_path / "reports")  # a volume of its own: no earlier baseline
+    assert env["GPUCONFORM_HOSTS"].startswith("k8s-node://?selector="), env["GPUCONFORM_HOSTS"]  # the Job's own
+    proc = entrypoint(image, env)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out[-4000:]
+    assert "REJECTED" in out and "Traceback" not in out, out[-4000:]
+    docs = sorted(Path(env["GPUCONFORM_REPORT_DIR"]).glob("*.json"))
+    doc = json.loads(docs[-1].read_text())
+    node = {}
+    for r in doc["results"]:
+        if r["check_id"].startswith("node."):
+            node.setdefault(r["host"], {})[r["check_id"], r["param"]] = (r["verdict"], r["message"])
+    assert set(node) == set(BACKING), set(node)  # every GPU node, and nothing else
+    for worker, scenario in BACKING.items():
+        verdicts = {k: v for k, v in node[worker].items() if v[0] not in ("pass", "skip")}
+        if scenario == FAULTY:
+            assert list(verdicts) == [(FAULTY_CHECK, None)] and verdicts[FAULTY_CHECK, None][0] == "fail", verdicts
+        else:
+            assert not verdicts, (worker, verdicts)
+        assert node[worker][("node.reachable", None)][0] == "pass"
+    cluster = {k: (r["verdict"], r["message"]) for k, r in by_check(doc).items()
+               if k[0].startswith("cluster.") and r["verdict"] != "pass" and k[0] != "cluster.kyverno.namespace_excluded"}
+    assert not cluster, cluster
+    assert "k8s-node probes: 3 pods" in out, out[-3000:]
+    assert not (Path(env["GPUCONFORM_REPORT_DIR"]) / "baseline.json").exists()  # REJECTED: no baseline
+    wait_gone(lambda: sorted(h.managed_namespaces(admin) - before))
 
 
 @pytest.fixture
