@@ -7,7 +7,8 @@ Fixtures:
 * ``installed`` -- manifests/in-cluster's namespace, ServiceAccount, RBAC and admission
   policy applied (session),
   deleted afterwards;
-* ``sa_token`` -- a token of that ServiceAccount (TokenRequest).
+* ``sa_token`` -- a token of that ServiceAccount (TokenRequest);
+* ``sa_kubeconfig`` -- a kubeconfig holding that token and the bed's CA, nothing of the admin.
 """
 from __future__ import annotations
 
@@ -52,3 +53,8 @@ def sa_token(admin, installed, platform, tmp_path_factory) -> str:
     h.wait_fence(sa)
     sa.close()
     return token
+
+
+@pytest.fixture
+def sa_kubeconfig(platform, sa_token, tmp_path):
+    return h.token_kubeconfig(tmp_path / "sa.kubeconfig", platform.server, h.ca_file(platform.kubeconfig), sa_token)

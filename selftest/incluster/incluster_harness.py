@@ -1,7 +1,8 @@
 """What the in-cluster selftests share: the manifests of manifests/in-cluster applied as a user
 would (kubectl apply: create, else replace), a token of the suite's ServiceAccount from the
 TokenRequest API, a kubeconfig holding only that token, the RBAC rules with the checks their
-comments name, and an access review to wait until RBAC has taken a change in."""
+comments name, an access review to wait until RBAC has taken a change in, and what the Job
+(50-job.yaml) runs with."""
 from __future__ import annotations
 
 import contextlib
@@ -123,7 +124,6 @@ class Rule:
     index: int
     rule: dict
     checks: tuple[str, ...]
-    node_probe_block: bool
 
     @property
     def label(self) -> str:
@@ -131,11 +131,16 @@ class Rule:
         resources = "+".join(r + (f".{group}" if group else "") for r in self.rule["resources"])
         return f"{self.role_name}:{resources}:{'+'.join(self.rule['verbs'])}"
 
+    @property
+    def node_checks(self) -> tuple[str, ...]:
+        """The node checks it names (those run through k8s-node:// probe pods)."""
+        return tuple(c for c in self.checks if c.startswith("node."))
+
 
 #: the check ids of tests/ (named in @check or in a module constant it takes)
-CHECK_IDS = set(re.findall(r'"((?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)+)"', "".join(
+CHECK_IDS = set(re.findall(r'"((?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)+|node\.[a-z_]+(?:\.[a-z_]+)*)"', "".join(
     p.read_text() for p in (REPO / "tests").rglob("*.py")))) | {"cluster.api.reachable"}
-CHECK_ID = re.compile(r"\b(?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)*")
+CHECK_ID = re.compile(r"\b(?:cluster|kubeflow|node)\.[a-z_]+(?:\.[a-z_]+)*")
 
 
 def rules(path: Path = RBAC) -> list[Rule]:
@@ -147,16 +152,14 @@ def rules(path: Path = RBAC) -> list[Rule]:
         if not doc or doc["kind"] not in ("Role", "ClusterRole"):
             continue
         comments: list[str] = []
-        index, in_probe_block = 0, False
+        index = 0
         for line in text.splitlines():
             stripped = line.strip()
-            if "k8s-node://" in stripped:
-                in_probe_block = True
             if stripped.startswith("#"):
                 comments.append(stripped.lstrip("# "))
             elif stripped.startswith("- apiGroups:"):
                 out.append(Rule(doc["kind"], doc["metadata"]["name"], index, doc["rules"][index],
-                                _check_ids(" ".join(comments)), in_probe_block))
+                                _check_ids(" ".join(comments))))
                 index += 1
                 comments = []
             elif stripped and not stripped.startswith(("resources:", "verbs:", "resourceNames:")):
@@ -207,6 +210,7 @@ def wait_fence(sa_cluster, timeout: float = 30) -> None:
         assert time.monotonic() < deadline, "the admission policy is not in force"
         time.sleep(0.3)
 
+
 def job_env() -> dict[str, str]:
     """The literal environment of the Job's container (50-job.yaml), as a pod of it gets it."""
     container = yaml.safe_load(JOB.read_text())["spec"]["template"]["spec"]["containers"][0]
@@ -223,3 +227,11 @@ def managed_namespaces(cluster) -> set[str]:
     doc = cluster.get_json("/api/v1/namespaces", {"labelSelector": "app.kubernetes.io/managed-by=gpuconform"})
     return {n["metadata"]["name"] for n in doc["items"]}
 
+
+def wait_default_service_account(cluster, namespace: str, timeout: float = 30) -> None:
+    """Until ``namespace``'s default ServiceAccount exists (pods are refused before): the
+    suite's own wait, for a namespace made here."""
+    from gpuconform.cluster.namespace import Cleanup, RunNamespace
+    ns = RunNamespace(cluster, Cleanup())
+    ns.name = namespace
+    ns.wait_default_service_account(timeout)
