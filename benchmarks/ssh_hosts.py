@@ -1,17 +1,19 @@
 """Benchmark (a script, not a test): the node suite over N simulated SSH hosts against its bound,
 side by side in one run, so that a load elsewhere on the machine hits both alike.
 
-    .venv/bin/python benchmarks/ssh_hosts.py [--hosts 10,33,100] [--rounds 2] [--scenario gpu-good] [-n 0]
+    .venv/bin/python benchmarks/ssh_hosts.py [--hosts 10,33,100] [--rounds 2] [--scenario gpu-good] [-n 0,2]
 
 For each N, the bed serves N copies of one scenario over real SSH (testbed/hosts, one root).
 Then, ``--rounds`` times and alternating:
 
 * bound: the suite's own probe script (the profile's inputs) as one batched ``ssh HOST sh`` per
-  host, 8 at a time: what the network and the hosts cost, with no runner at all;
-* suite: ``pytest -m node`` over the same hosts (``-n`` as given), reports written.
+  host, as many at a time as the suite probes (the profile's ``parallel_probes``): what the
+  network and the hosts cost, with no runner at all;
+* suite: ``pytest -m node`` over the same hosts, once per ``-n`` given (0: without xdist),
+  reports written.
 
-Prints wall and CPU (children's user+system) of each, the ratio suite/bound (median of the
-rounds), and the size of the HTML and JSON reports. Goals (issue 14): ratio <= 1.3 at 100 hosts,
+Prints wall and CPU (children's user+system) of each, the ratio suite/bound per ``-n`` (median of
+the rounds), and the size of the HTML and JSON reports. Goals (issue 14): ratio <= 1.3 at 100 hosts,
 100-host HTML <= 3 MB. Needs root (network namespaces); take turns with other SSH beds
 (``flock /tmp/gpuconform-sshhosts.lock``).
 """
@@ -35,9 +37,6 @@ from gpuconform import profile as profile_mod  # noqa: E402
 from gpuconform.plugin.fixtures import probe_script  # noqa: E402
 from testbed.hosts import net  # noqa: E402
 
-PARALLEL = 8
-
-
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -50,14 +49,14 @@ def timed(fn) -> tuple[float, float]:
     return time.monotonic() - t0, _children_cpu() - cpu0
 
 
-def bound(nodes: net.SshNodes, script: str) -> None:
-    """One batched ssh per host, PARALLEL at a time: every probe's output read in full."""
+def bound(nodes: net.SshNodes, script: str, parallel: int) -> None:
+    """One batched ssh per host, ``parallel`` at a time: every probe's output read in full."""
     def one(name: str) -> None:
         out = subprocess.run(["ssh", "-F", str(nodes.ssh_config), name, "sh"], input=script,
                              capture_output=True, text=True, timeout=300)
         if out.returncode != 0 or not out.stdout:
             raise RuntimeError(f"bound: probe of {name} failed: rc={out.returncode} {out.stderr[-300:]}")
-    with ThreadPoolExecutor(PARALLEL) as pool:
+    with ThreadPoolExecutor(parallel) as pool:
         list(pool.map(one, [n.name for n in nodes.nodes]))
 
 
@@ -78,27 +77,33 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="paired rounds per host count")
     parser.add_argument("--scenario", default="gpu-good", help="the scenario every host serves")
     parser.add_argument("--profile", default=str(REPO / "profiles" / "seed-h100.yaml"))
-    parser.add_argument("-n", dest="workers", default="0", help="pytest-xdist workers for the suite (0: none)")
+    parser.add_argument("-n", dest="workers", default="0",
+                        help="pytest-xdist workers for the suite, comma-separated: each is run (0: none)")
     args = parser.parse_args()
     loaded = profile_mod.load(args.profile)
     script = probe_script(loaded)("bench", loaded.profile.timeouts.probe_s)
+    parallel = loaded.profile.parallel_probes
+    workers = args.workers.split(",")
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; scenario {args.scenario}; "
-          f"suite -n {args.workers}; bound: one ssh per host, {PARALLEL} at a time", flush=True)
+          f"suite -n {args.workers}; bound: one ssh per host, {parallel} at a time", flush=True)
     for n in (int(x) for x in args.hosts.split(",")):
         with tempfile.TemporaryDirectory(prefix="gpuconform-bench-") as tmp, \
                 net.SshNodes([args.scenario], net.state_folder("bench"), copies=n) as nodes:
-            ratios, rows = [], []
+            print(f"  {n} hosts up; their CPU group: {nodes.cgroup or 'none (plain processes, see testbed/hosts/net.py)'}",
+                  flush=True)
+            ratios: dict[str, list[float]] = {w: [] for w in workers}
             for r in range(args.rounds):
-                report_dir = Path(tmp) / f"reports-{r}"
-                b_wall, b_cpu = timed(lambda: bound(nodes, script))
-                s_wall, s_cpu = timed(lambda: suite(nodes, args.profile, report_dir, args.workers))
-                ratios.append(s_wall / b_wall)
-                rows.append((b_wall, b_cpu, s_wall, s_cpu))
-                print(f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU | "
-                      f"suite {s_wall:6.1f} s wall {s_cpu:6.1f} s CPU | ratio {s_wall / b_wall:.2f}", flush=True)
-            html = report_dir / "bench.html"
-            data = report_dir / "bench.json"
-            print(f"{n:4d} hosts: ratio suite/bound {statistics.median(ratios):.2f} (median of {len(ratios)}); "
+                b_wall, b_cpu = timed(lambda: bound(nodes, script, parallel))
+                line = f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU"
+                for w in workers:
+                    report_dir = Path(tmp) / f"reports-n{w}-{r}"
+                    s_wall, s_cpu = timed(lambda: suite(nodes, args.profile, report_dir, w))
+                    ratios[w].append(s_wall / b_wall)
+                    line += f" | suite -n {w} {s_wall:6.1f} s wall {s_cpu:6.1f} s CPU, ratio {s_wall / b_wall:.2f}"
+                print(line, flush=True)
+            html, data = report_dir / "bench.html", report_dir / "bench.json"
+            medians = ", ".join(f"-n {w} {statistics.median(v):.2f}" for w, v in ratios.items())
+            print(f"{n:4d} hosts: ratio suite/bound {medians} (median of {args.rounds}); "
                   f"report HTML {html.stat().st_size / 1e6:.2f} MB, JSON {data.stat().st_size / 1e6:.2f} MB",
                   flush=True)
     return 0

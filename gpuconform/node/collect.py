@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import dataclasses
 import os
+import queue
 import secrets
 import signal
 import threading
@@ -115,14 +116,18 @@ class _Probe:
 
 
 class FactsPool:
-    """Probes every host once, concurrently, and hands out the facts by label."""
+    """Probes every host once, concurrently, in the order the hosts were submitted (the order their
+    checks run in: each host's checks start as soon as its probe lands), and hands out the facts
+    by label."""
 
-    def __init__(self, script_for: Callable[[str, float], str], timeout_s: float, workers: int = 32):
+    def __init__(self, script_for: Callable[[str, float], str], timeout_s: float, workers: int = 8):
         """``script_for(token, deadline_s)``: the probe script carrying ``token``; at most
         ``workers`` probes run at once."""
         self._script_for = script_for
         self._timeout = timeout_s
-        self._slots = threading.BoundedSemaphore(workers)
+        self._workers = workers
+        self._threads = 0
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()  # first in, first probed
         self._probes: dict[str, _Probe] = {}
         self._lock = threading.Lock()
 
@@ -138,18 +143,23 @@ class FactsPool:
                 return
             run = _Probe(secrets.token_hex(12), cf.Future())
             self._probes[label] = run
+            self._queue.put(lambda: self._probe(run, label, host_factory))
+            if self._threads < self._workers:
+                self._threads += 1
+                threading.Thread(target=self._work, name=f"probe worker {self._threads}", daemon=True).start()
 
-        def work() -> None:
-            with self._slots:
-                run.started = time.monotonic()
-                try:
-                    run.host = host_factory()
-                    facts = probe_host(run.host, label, self._script_for(run.token, self._timeout + HOST_GRACE_S))
-                except BaseException as exc:  # noqa: BLE001 - a probe thread must always settle its future
-                    facts = NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
-                _settle(run.future, facts)
+    def _work(self) -> None:
+        while True:
+            self._queue.get()()
 
-        threading.Thread(target=work, name=f"probe {label}", daemon=True).start()
+    def _probe(self, run: _Probe, label: str, host_factory: Callable[[], Any]) -> None:
+        run.started = time.monotonic()
+        try:
+            run.host = host_factory()
+            facts = probe_host(run.host, label, self._script_for(run.token, self._timeout + HOST_GRACE_S))
+        except BaseException as exc:  # noqa: BLE001 - a probe must always settle its future
+            facts = NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
+        _settle(run.future, facts)
 
     def get(self, label: str, host_factory: Callable[[], Any]) -> NodeFacts:
         self.submit(label, host_factory)

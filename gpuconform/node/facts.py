@@ -56,27 +56,24 @@ class NodeFacts:
         return sec.out
 
     def evidence(self, *names: str) -> str:
-        """The commands behind ``names`` and what they printed, trimmed and redacted: made once per
-        host and set of names, however many checks show it."""
-        cache = self.__dict__.setdefault("_evidence_cache", {})
-        if names not in cache:
-            cache[names] = redact(self._evidence(names))
-        return cache[names]
-
-    def _evidence(self, names: tuple[str, ...]) -> str:
-        parts = []
+        """The commands behind ``names`` and what they printed, trimmed and redacted."""
+        shown = self.__dict__.setdefault("_shown", {})  # per section, redacted once per host
         for name in names:
-            sec = self.sections.get(name)
-            if sec is None:
-                continue
-            text = "\n".join(x for x in (sec.out, sec.err) if x)
-            lines = text.splitlines()
-            if len(lines) > _EVIDENCE_LINES:
-                lines = lines[:_EVIDENCE_LINES] + [f"... ({len(lines) - _EVIDENCE_LINES} more lines)"]
-            status = f"timed out after {sec.timed_out_s} s" if sec.timed_out_s is not None else f"exit {sec.rc}"
-            shown = probe.BY_NAME[name].shown if name in probe.BY_NAME else name
-            parts.append(f"$ {shown}   [{status}]\n" + "\n".join(lines))
-        return "\n\n".join(parts)
+            if name not in shown:
+                shown[name] = self._section_evidence(name)
+        return "\n\n".join(shown[name] for name in names if shown[name])
+
+    def _section_evidence(self, name: str) -> str:
+        sec = self.sections.get(name)
+        if sec is None:
+            return ""
+        text = "\n".join(x for x in (sec.out, sec.err) if x)
+        lines = text.splitlines()
+        if len(lines) > _EVIDENCE_LINES:
+            lines = lines[:_EVIDENCE_LINES] + [f"... ({len(lines) - _EVIDENCE_LINES} more lines)"]
+        status = f"timed out after {sec.timed_out_s} s" if sec.timed_out_s is not None else f"exit {sec.rc}"
+        shown = probe.BY_NAME[name].shown if name in probe.BY_NAME else name
+        return redact(f"$ {shown}   [{status}]\n" + "\n".join(lines))
 
     # -- tools ------------------------------------------------------------------------------
     @cached_property

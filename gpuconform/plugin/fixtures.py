@@ -2,6 +2,8 @@
 three layers ("blocked by <check>", gpuconform/plugin/gating.py)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 import testinfra
 
@@ -44,13 +46,41 @@ def probe_script(loaded: profile_mod.LoadedProfile):
     return lambda token, deadline_s: probe.build_script(inputs, command_s, deadline_s=deadline_s, token=token)
 
 
+POOL = pytest.StashKey[FactsPool]()
+
+
+def facts_pool(config: pytest.Config) -> FactsPool:
+    """The run's probe pool (made on first use) with every host of this process submitted, in the
+    order given: an xdist worker probes only the hosts it gets, as their checks ask."""
+    if POOL not in config.stash:
+        loaded: profile_mod.LoadedProfile = config.stash[keys.PROFILE]
+        config.stash[POOL] = FactsPool(probe_script(loaded), loaded.profile.timeouts.probe_s,
+                                       loaded.profile.parallel_probes)
+        if not hasattr(config, "workerinput"):
+            for h in all_hosts(config):  # probe every host at once, not one by one
+                if not k8s_node.is_k8s_node(h):  # those are probed through pods (k8s_node_fixtures.py)
+                    config.stash[POOL].submit(host_label(h), lambda h=h: h)
+    return config.stash[POOL]
+
+
+def pytest_collection(session: pytest.Session) -> None:
+    """Without xdist, when node checks are asked for, the probes start before collection: at
+    thousands of items collecting them takes a second the probes' fan-out can use."""
+    opt = session.config.option
+    if opt.collectonly or getattr(opt, "numprocesses", None):
+        return
+    if re.search(r"(?<!not )\bnode\b", opt.markexpr or "node"):
+        facts_pool(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if POOL in config.stash:
+        config.stash[POOL].close()
+
+
 @pytest.fixture(scope="session")
-def _facts_pool(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.LoadedProfile):
-    pool = FactsPool(probe_script(gpuconform_profile), gpuconform_profile.profile.timeouts.probe_s)
-    if not hasattr(pytestconfig, "workerinput"):  # an xdist worker probes only the hosts it gets
-        for h in all_hosts(pytestconfig):  # probe every host at once, not one by one
-            if not k8s_node.is_k8s_node(h):  # those are probed through pods (k8s_node_fixtures.py)
-                pool.submit(host_label(h), lambda h=h: h)
+def _facts_pool(pytestconfig: pytest.Config):
+    pool = facts_pool(pytestconfig)
     yield pool
     pool.close()
 

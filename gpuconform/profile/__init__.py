@@ -66,6 +66,10 @@ class Profile(Strict):
                                                             "null: no node expectations")
     groups: tuple[Group, ...] = Field((), description="node overrides for the hosts they match, applied in order")
     timeouts: Timeouts = Field(Timeouts(), description="deadlines of the node layer")
+    parallel_probes: int = Field(8, gt=0, le=256, description="hosts probed at once (ssh, paramiko, local, chroot; "
+                                 "k8s-node://: k8s_node.parallel), in the order given: each host's checks run as "
+                                 "its probe lands. A ProxyJump bastion's sshd refuses handshakes beyond its "
+                                 "MaxStartups (OpenSSH: 10)")
     k8s_node: K8sNodeProbes = Field(K8sNodeProbes(), description="k8s-node:// hosts: node checks through "
                                                                  "one privileged probe pod per node")
     cluster: ClusterExpectations = Field(ClusterExpectations(), description="the Kubernetes side (tests/cluster)")

@@ -9,6 +9,13 @@ runs ``--hosts=ssh://root@gpu-good,...`` and test ids carry the scenario name.
 Everything created carries the ``gpuc`` prefix and is recorded in ``<state>/nodes.json``;
 :func:`sweep` removes what an interrupted run left behind (our recorded sshds, ``gpuc-*``
 namespaces and their processes, ``gpuc*`` links) and runs before every start.
+
+The simulated hosts stand for other machines: their sshds, and every session, shell and probe
+below them, share one CPU cgroup (``gpuconform-hosts``, the default weight), so that a hundred
+hosts' shells take the runner's CPU no more than one busy process would. Without it the kernel's
+autogroups give every SSH session (its own setsid) as much CPU as the whole runner, and the suite
+or a benchmark's bound would wait on CPU that, on a fleet, the hosts' own CPUs provide. Where this
+machine has no writable cpu cgroup, the hosts share the CPU as plain processes (said once).
 """
 from __future__ import annotations
 
@@ -34,6 +41,8 @@ GATEWAY = f"{SUBNET}.1"
 FIRST_HOST = 10
 SSHD = "/usr/sbin/sshd"
 READY_TIMEOUT_S = 20.0
+#: cgroup v1 (cpu controller) or v2 (unified, cpu enabled below the root): the hosts' CPU group
+HOSTS_CGROUPS = (Path("/sys/fs/cgroup/cpu/gpuconform-hosts"), Path("/sys/fs/cgroup/gpuconform-hosts"))
 
 
 @dataclasses.dataclass
@@ -67,6 +76,7 @@ class SshNodes:
             raise ValueError("at most 240 nodes fit in 10.213.0.0/24")
         self.state = Path(state or DEFAULT_STATE).absolute()
         self.nodes: list[Node] = []
+        self.cgroup: Path | None = None
 
     # --- what callers use ---------------------------------------------------------------------
 
@@ -112,6 +122,10 @@ class SshNodes:
         for name in self.names:
             rootfs.render(scenarios.build(name), self.root_of(name), stage=self.state / ".bin")
         self._record()  # before anything exists, so a sweep finds a half-built run
+        self.cgroup = hosts_cgroup()
+        if self.cgroup is None:
+            print("testbed/hosts: no writable cpu cgroup on this machine: the simulated hosts share the CPU "
+                  "with the runner as plain processes")
         self._bridge()
         for i, node in enumerate(self.nodes):
             self._namespace(i, node)
@@ -190,6 +204,8 @@ LogLevel ERROR
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
         log.close()
         node.pid = proc.pid  # `ip netns exec` execs sshd: same process
+        if self.cgroup is not None:  # before its first session: every session is born in it
+            (self.cgroup / "cgroup.procs").write_text(str(proc.pid))
 
     def _wait_ready(self, node: Node) -> None:
         """Until port 22 answers (bounded); fails at once with sshd's log if sshd died."""
@@ -329,6 +345,22 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         pass
+
+
+def hosts_cgroup() -> Path | None:
+    """The hosts' CPU group (made on first use); None where this machine has no writable one."""
+    v1, v2 = HOSTS_CGROUPS
+    control = v2.parent / "cgroup.subtree_control"
+    candidates = [v1] if (v1.parent / "cpu.shares").exists() else []
+    if control.exists() and "cpu" in control.read_text().split():
+        candidates.append(v2)
+    for group in candidates:
+        try:
+            group.mkdir(exist_ok=True)
+            return group
+        except OSError:
+            continue
+    return None
 
 
 def sweep(state: Path = DEFAULT_STATE) -> None:
