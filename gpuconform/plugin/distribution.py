@@ -1,7 +1,7 @@
 """The order of the run and, under pytest-xdist, its distribution: host by host.
 
 * Order: the node checks of one host run together, hosts in the order given, as soon as that
-  host's probe lands (every probe is started at once, gpuconform/plugin/fixtures.py), so the
+  host's probe lands (probes run in that order, ``parallel_probes`` at once: plugin/fixtures.py), so the
   probes' fan-out and the checks overlap. One test per check x host stays (JUnit, the report).
 * ``-n N``: every check of one host goes to one worker, so each host is probed once. xdist's own
   ``loadgroup`` depends on a node-id rewrite on the workers that pytest 9.2 undid (pytest-xdist

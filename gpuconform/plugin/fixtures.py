@@ -2,10 +2,9 @@
 three layers ("blocked by <check>", gpuconform/plugin/gating.py)."""
 from __future__ import annotations
 
-import re
-
 import pytest
 import testinfra
+from _pytest.mark.expression import Expression  # as tests/cluster/conftest.py reads -m
 
 from gpuconform import profile as profile_mod
 from gpuconform.node import k8s_node, probe
@@ -69,7 +68,7 @@ def pytest_collection(session: pytest.Session) -> None:
     opt = session.config.option
     if opt.collectonly or getattr(opt, "numprocesses", None):
         return
-    if re.search(r"(?<!not )\bnode\b", opt.markexpr or "node"):
+    if not opt.markexpr or Expression.compile(opt.markexpr).evaluate(lambda name, **kw: name == "node"):
         facts_pool(session.config)
 
 
