@@ -60,10 +60,10 @@ def bound(nodes: net.SshNodes, script: str, parallel: int) -> None:
         list(pool.map(one, [n.name for n in nodes.nodes]))
 
 
-def suite(nodes: net.SshNodes, profile: str, report_dir: Path, workers: str) -> None:
+def suite(nodes: net.SshNodes, profile: str, report_dir: Path, workers: str, more: list[str]) -> None:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "node",
            f"--profile={profile}", f"--hosts={nodes.hosts_arg}", f"--ssh-config={nodes.ssh_config}",
-           f"--report-dir={report_dir}", "--report-name=bench"]
+           f"--report-dir={report_dir}", "--report-name=bench", *more]
     if workers != "0":
         cmd.append(f"-n{workers}")
     out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
@@ -79,6 +79,7 @@ def main() -> int:
     parser.add_argument("--profile", default=str(REPO / "profiles" / "seed-h100.yaml"))
     parser.add_argument("-n", dest="workers", default="0",
                         help="pytest-xdist workers for the suite, comma-separated: each is run (0: none)")
+    parser.add_argument("--pytest-args", default="", help="more pytest arguments for the suite's runs")
     args = parser.parse_args()
     loaded = profile_mod.load(args.profile)
     script = probe_script(loaded)("bench", loaded.profile.timeouts.probe_s)
@@ -97,7 +98,7 @@ def main() -> int:
                 line = f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU"
                 for w in workers:
                     report_dir = Path(tmp) / f"reports-n{w}-{r}"
-                    s_wall, s_cpu = timed(lambda: suite(nodes, args.profile, report_dir, w))
+                    s_wall, s_cpu = timed(lambda: suite(nodes, args.profile, report_dir, w, args.pytest_args.split()))
                     ratios[w].append(s_wall / b_wall)
                     line += f" | suite -n {w} {s_wall:6.1f} s wall {s_cpu:6.1f} s CPU, ratio {s_wall / b_wall:.2f}"
                 print(line, flush=True)

@@ -84,7 +84,9 @@ def _facts_pool(pytestconfig: pytest.Config):
     pool.close()
 
 
-@pytest.fixture
+# ``node`` and ``expected`` follow testinfra's ``host`` (module-scoped): made once per module and
+# host, not once per check, as thousands of items would otherwise pay for.
+@pytest.fixture(scope="module")
 def node(host, _facts_pool: FactsPool, request: pytest.FixtureRequest) -> NodeFacts:
     """Facts of the host under test, gathered once per host."""
     if k8s_node.is_k8s_node(host):
@@ -92,7 +94,7 @@ def node(host, _facts_pool: FactsPool, request: pytest.FixtureRequest) -> NodeFa
     return _facts_pool.get(host_label(host), lambda: host)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def expected(host, gpuconform_profile: profile_mod.LoadedProfile) -> profile_mod.NodeExpectations:
     """What the profile expects of this host (defaults + matching groups)."""
     if gpuconform_profile.profile.node is None:

@@ -51,3 +51,33 @@ def test_command_line_secret_given_as_a_separate_word():
 def test_facts_that_only_look_like_keys_stay():
     text = "sig_key: 7F:AA:01\nmok_signing_key=/var/lib/dkms/mok.key\nKEYMAP=us\nssh://root@gpu-1"
     assert redact(text) == text
+
+
+def _every_pattern(text: str) -> str:
+    """Redaction without the word scan: each pattern run on every text."""
+    from gpuconform.redact import _PATTERNS
+    for pattern, repl, _words in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def test_the_word_scan_never_skips_a_pattern_that_would_mask():
+    """Each pattern runs only on text holding one of its words: over the shapes above, their
+    case and Unicode variants (re's IGNORECASE takes ſ for s, K for k, ı for i) and mixes
+    with ordinary evidence, the result is the same as running every pattern on every text."""
+    import itertools
+    import random
+    shapes = ["Authorization: Bearer abcdefgh12345678", "AUTHORIZATION = [\"Basic dXNlcjpw\"]", "bearer ABCDEFGHIJK",
+              "Set-Cookie: a=b; c=d", "ſet-cookie: x=yyyy", "password=hunter22", "PASSWD: x1y2z3", "ſecret=abc",
+              "api_key=k3y", "ApI-KeY: k3y", "client-key-data: AAAA", "private_key='pk'", "id_token: tok",
+              "DB_PASS=s3", "AWS_SECRET_ACCESS_KEY=wJ", "GITHUB_TOKEN: ghp", "auth = \"dXNl\"", "ıdentitytoken: x",
+              "AUTH: y", "https://user:pw@host/x", "HTTPS://tok@host", "git+ssh://me:pw@h", "eyJabcde.fghij12.klmno34",
+              "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----", "api_\u212aey=v1", "to\u212aen: v2",
+              "authorızation: basic dXNlcjpw", "prıvate_key: pk"]
+    plain = ["nvidia/580.95.05: installed", "sig_key: 7F:AA:01", "KEYMAP=us", "ssh://root@gpu-1", "PoolSize = 4",
+             "kernel.bpf_jit_harden = 1", "mok_signing_key=/var/lib/dkms/mok.key", ""]
+    rng = random.Random(14)
+    texts = shapes + plain + [" ".join(p) for p in itertools.product(shapes[:6], plain[:4])]
+    texts += ["\n".join(rng.sample(shapes + plain, 5)) for _ in range(300)]
+    for text in texts:
+        assert redact(text) == _every_pattern(text), text

@@ -2,15 +2,20 @@
 test per GPU worker, per MIG resource offered, per expected ClusterPolicy value, per operand."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from _pytest.mark.expression import Expression
 
 from gpuconform.cluster import nodes
 from gpuconform.cluster.errors import ClusterError
-from gpuconform.cluster.workloads import PodRun, Workloads, render, safe_name
 from gpuconform.node.facts import CannotTell
 from gpuconform.once import Once
 from gpuconform.plugin.cluster_fixtures import cluster_run
+from gpuconform.plugin.keys import PROFILE
+
+if TYPE_CHECKING:  # the kubernetes client loads only when a cluster check runs
+    from gpuconform.cluster.workloads import PodRun, Workloads
 
 NO_API = "<API server unreachable>"
 NOT_SELECTED = "<not selected>"
@@ -40,7 +45,7 @@ def _cluster_items(config: pytest.Config, what: str) -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    exp = cluster_run(metafunc.config).expected
+    exp = metafunc.config.stash[PROFILE].profile.cluster  # no connection unless a cluster check is selected
     op = exp.gpu_operator
     selected = _selected(metafunc)
     table = {
@@ -78,6 +83,7 @@ def _pod_runs() -> Once:
 @pytest.fixture
 def vectoradd_on_gpu(workloads: Workloads, cluster, _pod_runs: Once, evidence) -> PodRun:
     """cuda-vectoradd asking one whole GPU (``nvidia.com/gpu: 1``), run once per session."""
+    from gpuconform.cluster.workloads import render
     offered = nodes.whole_gpus_offered(cluster.gpu_nodes())
     if not offered:
         pytest.skip("no GPU worker offers a whole nvidia.com/gpu (every GPU is MIG-partitioned)")
@@ -91,6 +97,7 @@ def vectoradd_on_gpu(workloads: Workloads, cluster, _pod_runs: Once, evidence) -
 @pytest.fixture
 def vectoradd_on_mig(mig_resource: str, workloads: Workloads, _pod_runs: Once, evidence) -> PodRun:
     """cuda-vectoradd asking one slice of ``mig_resource``, run once per resource per session."""
+    from gpuconform.cluster.workloads import render, safe_name
     run = _pod_runs.get(mig_resource, lambda: workloads.run(render(
         "cuda-vectoradd.yaml", safe_name("cuda-vectoradd", mig_resource), workloads.ns, workloads.images,
         limits={mig_resource: 1})))
