@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from gpuconform import profile as profile_mod  # noqa: E402
 from gpuconform.plugin.fixtures import probe_script  # noqa: E402
+from benchmarks.suite_env import NOTE, suite_env  # noqa: E402
 from testbed.hosts import net  # noqa: E402
 
 def _children_cpu() -> float:
@@ -66,7 +67,7 @@ def suite(nodes: net.SshNodes, profile: str, report_dir: Path, workers: str, mor
            f"--report-dir={report_dir}", "--report-name=bench", *more]
     if workers != "0":
         cmd.append(f"-n{workers}")
-    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800, env=suite_env())
     if out.returncode not in (0, 1) or "gpuconform: " not in out.stdout:
         raise RuntimeError(f"suite run failed (exit {out.returncode}): {out.stdout[-2000:]}{out.stderr[-2000:]}")
 
@@ -86,7 +87,7 @@ def main() -> int:
     parallel = loaded.profile.parallel_probes
     workers = args.workers.split(",")
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; scenario {args.scenario}; "
-          f"suite -n {args.workers}; bound: one ssh per host, {parallel} at a time", flush=True)
+          f"suite -n {args.workers}, {NOTE}; bound: one ssh per host, {parallel} at a time", flush=True)
     for n in (int(x) for x in args.hosts.split(",")):
         with tempfile.TemporaryDirectory(prefix="gpuconform-bench-") as tmp, \
                 net.SshNodes([args.scenario], net.state_folder("bench"), copies=n) as nodes:

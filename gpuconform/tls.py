@@ -8,8 +8,6 @@ import datetime as dt
 import socket
 import ssl
 
-from cryptography import x509
-
 from gpuconform.node.facts import CannotTell
 
 
@@ -75,6 +73,7 @@ def served_certificate(host: str, port: int, ca_bundle: str | None, *, timeout: 
             der = _peer_der(host, port, insecure, timeout)
     except (OSError, ssl.SSLError) as exc:
         raise TlsUnreachable(f"TLS connection to {host}:{port}: {exc.strerror or exc}") from None
+    from cryptography import x509  # here: a run without TLS checks (nodes only) does not load it
     cert = x509.load_der_x509_certificate(der)
     try:
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value

@@ -63,7 +63,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(fixture, values, ids=[str(v) for v in values])
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def expected_mig(cluster, cluster_expected):
     """``expected_mig(node, config=None)``: the node's expected allocatable from the cluster's own
     mig-parted config (the one source of MIG counts for the checks), with the catalog's beside it."""
