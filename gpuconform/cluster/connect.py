@@ -25,6 +25,7 @@ import urllib3
 import yaml
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
+from gpuconform import gcpause
 from gpuconform.cluster.errors import ClusterError, Unreachable, api_error, api_error_line
 from gpuconform.tls import served_certificate
 from gpuconform.node.facts import CannotTell
@@ -256,7 +257,10 @@ class Cluster:
         def send():
             resp = self._send(method, path, query, body, content_type)
             data = resp.read()
-            return data.decode("utf-8", "replace") if text else (json.loads(data) if data else {})
+            if text:
+                return data.decode("utf-8", "replace")
+            with gcpause.paused():  # thousands of objects, no cycles
+                return json.loads(data) if data else {}
         try:
             return self.call(what or f"{method} {path}", send, deadline_s=deadline_s)
         except ClusterError as exc:

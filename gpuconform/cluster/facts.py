@@ -25,6 +25,11 @@ class ClusterFacts:
         self.connect_timeout = connect_timeout
         self._once = Once(ClusterError)
 
+    def derived(self, key: tuple, compute):
+        """A value computed from this snapshot alone (e.g. the MIG layout thousands of nodes
+        share), computed once; a ClusterError it raises is kept and raised again."""
+        return self._once.get(("derived", *key), compute)
+
     # -- the API server ---------------------------------------------------------------------
     @once
     def version(self) -> dict:

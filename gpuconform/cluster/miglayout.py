@@ -102,14 +102,19 @@ def expected_for_node(cluster: ClusterFacts, policy_name: str, node: dict, confi
         raise ClusterError(f"ClusterPolicy spec.mig.strategy is {strategy!r}: only the mixed strategy's "
                            f"resource names are modelled")
     configmap = effective_spec_value(spec, "migManager.config.name")[1]
-    configs = cluster.mig_parted_configs(configmap)
     model = gpu_model(nodes.labels(node).get(nodes.LABEL_PRODUCT, "<no nvidia.com/gpu.product label>"))
     config = config or _node_config(node, spec)
     count = _gpu_count(node)
     where = f"ConfigMap {cluster.operator_namespace}/{configmap}"
-    gpu_id, resources = _resources(configs, config, model, count, where)
-    try:
-        catalog = layout_resources([mig_config(model, config)] * count)
-    except UnknownMigConfig:
-        catalog = None
-    return NodeMig(nodes.name(node), config, where, model, gpu_id, count, resources, catalog)
+
+    def counts() -> tuple[str, dict[str, int], dict[str, int] | None]:
+        gpu_id, resources = _resources(cluster.mig_parted_configs(configmap), config, model, count, where)
+        try:
+            catalog = layout_resources([mig_config(model, config)] * count)
+        except UnknownMigConfig:
+            catalog = None
+        return gpu_id, resources, catalog
+    # the same for every node of one model, GPU count and config: once per run, not once per node
+    gpu_id, resources, catalog = cluster.derived(("mig counts", configmap, config, model.key, count), counts)
+    return NodeMig(nodes.name(node), config, where, model, gpu_id, count, dict(resources),
+                   None if catalog is None else dict(catalog))

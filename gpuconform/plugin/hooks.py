@@ -3,7 +3,6 @@ and the reports (JSON here, HTML through pytest-html's hooks, JUnit through user
 The logic lives in gpuconform/report/; this file wires it to pytest."""
 from __future__ import annotations
 
-import gc
 import re
 import signal
 import threading
@@ -146,18 +145,6 @@ class Hooks:
             if dropped:
                 self.config.hook.pytest_deselected(items=dropped)
                 items[:] = [i for i in items if i.get_closest_marker("disruptive") is None]
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_collection(self, session: pytest.Session) -> None:
-        """What imports and configuration made, and then the collected items with their fixtures
-        and marks, live until the run ends: frozen out of the garbage collector's full passes,
-        which would otherwise walk them again and again (at 100 hosts, 4,000 items: about 1 s of
-        the suite's 10 s of CPU went to those passes)."""
-        gc.freeze()
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
-        gc.freeze()  # see pytest_collection
 
     def pytest_report_header(self) -> list[str]:
         return [f"gpuconform {__version__}: profile {self.profile.name} ({self.profile.path}, "

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconform.plugin import cluster_fixtures, distribution, fixtures, hooks, k8s_node_fixtures, remediation_fixtures
+from gpuconform.plugin import cluster_fixtures, distribution, fixtures, heap, hooks, k8s_node_fixtures, remediation_fixtures
 
 MARKERS = {
     "node": "node (host) conformance checks",
@@ -105,6 +105,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", f"{name}: {text}")
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
     config.pluginmanager.register(distribution, "gpuconform-distribution")
+    config.pluginmanager.register(heap, "gpuconform-heap")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
     config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
     config.pluginmanager.register(k8s_node_fixtures, "gpuconform-k8s-node-fixtures")
