@@ -80,10 +80,18 @@ def healthy_operator(cp: ControlPlane, platform: Platform, core, workers, state:
     apps = client.AppsV1Api(platform.api)
     # NVIDIA's controller walks every node before it deploys its operands, one Update per node whose
     # labels it changes, at its client's rate limit (gpu-operator controllers/state_manager.go:
-    # init -> labelGPUNodes): the time grows with N
-    wait_for("the GPU Operator to create its DaemonSets",
-             lambda: len(apps.list_namespaced_daemon_set(NAMESPACE).items) >= 6, max(300, 0.4 * len(workers)),
-             interval=2)
+    # init -> labelGPUNodes), then steps through every state (DaemonSets, the mig-parted
+    # ConfigMap...) and only at the end of that pass writes ClusterPolicy status.state
+    # (controllers/clusterpolicy_controller.go: Reconcile -> updateCRState): a count of DaemonSets
+    # could catch it halfway (3,000 nodes: no mig-manager yet). The time grows with N.
+    def pass_done() -> str | None:
+        status = platform.cluster_policy().get("status") or {}
+        failed = [c for c in status.get("conditions") or [] if c.get("reason") == "ReconcileFailed"]
+        if failed:  # not yet: it retries; the wait reports this if it stays so
+            raise RuntimeError(f"NVIDIA's controller failed a state: {failed[0].get('message')}")
+        return status.get("state")
+    wait_for("NVIDIA's controller to finish a pass over its states (ClusterPolicy status.state)", pass_done,
+             max(300, 0.4 * len(workers)), interval=2)
     paused += pids(state, ("gpu-operator",))
     os.kill(paused[-1], signal.SIGSTOP)
     n = len(workers)
