@@ -248,6 +248,7 @@ class ProbePods:
         self._lock = threading.Lock()
         self._ns_ready: cf.Future | None = None
         self._batches = 0
+        self._threads: list[threading.Thread] = []
         self.pods_created = 0
 
     # -- the public side ------------------------------------------------------------------------
@@ -271,8 +272,11 @@ class ProbePods:
             self._batches += bool(batch)
             labels = {**self.labels, BATCH_LABEL: str(self._batches)}
         if batch:
-            threading.Thread(target=self._run_batch, args=(batch, labels), name=f"probe pods ({len(batch)})",
-                             daemon=True).start()
+            thread = threading.Thread(target=self._run_batch, args=(batch, labels),
+                                      name=f"probe pods ({len(batch)})", daemon=True)
+            with self._lock:
+                self._threads.append(thread)
+            thread.start()
 
     def get(self, node: str) -> NodeFacts:
         self.submit([node])
@@ -289,7 +293,15 @@ class ProbePods:
         return s.start_s + s.probe_s + HOST_GRACE_S + 4 * s.api_s + pods / s.parallel * s.api_s
 
     def close(self) -> list[str]:
-        """Delete what the run created (pods with their namespace); returns what could not be."""
+        """Delete what the run created (pods with their namespace); returns what could not be.
+        A batch whose pods have all settled still deletes them (one request): that ends first,
+        so what it could not do is said, and the namespace goes after its pods. Bounded: a batch
+        still watching (the run was cut short) is left to the namespace's deletion."""
+        deadline = time.monotonic() + 2 * self.settings.api_s
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
         errors = self.cleanup.run()
         if self.cluster is not None:
             self.cluster.close()

@@ -1,0 +1,50 @@
+"""k8s-node:// probe pods: a batch goes on after its last pod has settled (it deletes its pods in
+one request), so the run's checks can end before it does. Closing waits for it, within a bound:
+what the batch could not delete is said, and the namespace goes after its pods.
+
+Seen in CI: without RBAC's ``deletecollection pods`` node.reachable passed, the run ended, the
+namespace was deleted, and only then was the forbidden delete answered: its line was lost."""
+import threading
+import time
+
+from gpuconform.node import k8s_node
+from gpuconform.node.facts import NodeFacts
+
+SETTINGS = k8s_node.Settings(image="probe", image_pull_policy="IfNotPresent", start_s=5, probe_s=5,
+                             api_s=1.0, parallel=4)
+
+
+def _pods(batch_takes: float, order: list[str]) -> k8s_node.ProbePods:
+    probes = k8s_node.ProbePods(lambda: None, SETTINGS, lambda token, deadline: "true")
+    probes.cleanup.add("namespace", lambda: order.append("namespace deleted"))
+
+    def run_batch(batch, labels):
+        for pod in batch:
+            probes._settle(pod, NodeFacts(pod.node, {}))
+        time.sleep(batch_takes)  # the collection delete, after the pods settled
+        order.append("pods deleted")
+        probes.cleanup.errors.append("probe pods in ns: forbidden: needs deletecollection pods")
+
+    probes._run_batch = run_batch
+    return probes
+
+
+def test_close_waits_for_the_batch_and_keeps_what_it_could_not_do():
+    order: list[str] = []
+    probes = _pods(0.3, order)
+    assert probes.get("gpu-worker-1").host == "gpu-worker-1"  # settled: the check can end now
+    errors = probes.close()
+    assert order == ["pods deleted", "namespace deleted"]
+    assert errors == ["probe pods in ns: forbidden: needs deletecollection pods"]
+
+
+def test_close_does_not_wait_past_its_bound_for_a_batch_that_hangs():
+    order: list[str] = []
+    probes = _pods(30, order)
+    probes.get("gpu-worker-1")
+    started = time.monotonic()
+    probes.close()
+    took = time.monotonic() - started
+    assert order == ["namespace deleted"], order
+    assert 1.5 <= took < 5, took  # 2 x api_s
+    assert any(t.is_alive() for t in threading.enumerate() if t.name.startswith("probe pods"))
