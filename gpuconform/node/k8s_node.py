@@ -248,7 +248,7 @@ class ProbePods:
         self._lock = threading.Lock()
         self._ns_ready: cf.Future | None = None
         self._batches = 0
-        self._threads: list[threading.Thread] = []
+        self._batch_threads: list[tuple[threading.Thread, list[_Pod]]] = []
         self.pods_created = 0
 
     # -- the public side ------------------------------------------------------------------------
@@ -275,7 +275,7 @@ class ProbePods:
             thread = threading.Thread(target=self._run_batch, args=(batch, labels),
                                       name=f"probe pods ({len(batch)})", daemon=True)
             with self._lock:
-                self._threads.append(thread)
+                self._batch_threads.append((thread, batch))
             thread.start()
 
     def get(self, node: str) -> NodeFacts:
@@ -294,13 +294,13 @@ class ProbePods:
 
     def close(self) -> list[str]:
         """Delete what the run created (pods with their namespace); returns what could not be.
-        A batch whose pods have all settled still deletes them (one request): that ends first,
-        so what it could not do is said, and the namespace goes after its pods. Bounded: a batch
-        still watching (the run was cut short) is left to the namespace's deletion."""
+        A batch whose pods have all settled may still be deleting them (one request): that ends
+        first, within a bound, so what it could not do is said and the namespace goes after its
+        pods. A batch still watching (the run was cut short) is left to the namespace's deletion."""
         deadline = time.monotonic() + 2 * self.settings.api_s
         with self._lock:
-            threads = list(self._threads)
-        for thread in threads:
+            deleting = [t for t, batch in self._batch_threads if all(p.settled for p in batch)]
+        for thread in deleting:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
         errors = self.cleanup.run()
         if self.cluster is not None:

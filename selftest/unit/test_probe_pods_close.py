@@ -14,14 +14,14 @@ SETTINGS = k8s_node.Settings(image="probe", image_pull_policy="IfNotPresent", st
                              api_s=1.0, parallel=4)
 
 
-def _pods(batch_takes: float, order: list[str]) -> k8s_node.ProbePods:
+def _pods(batch_takes: float, order: list[str], settle: bool = True) -> k8s_node.ProbePods:
     probes = k8s_node.ProbePods(lambda: None, SETTINGS, lambda token, deadline: "true")
     probes.cleanup.add("namespace", lambda: order.append("namespace deleted"))
 
     def run_batch(batch, labels):
-        for pod in batch:
+        for pod in batch if settle else ():
             probes._settle(pod, NodeFacts(pod.node, {}))
-        time.sleep(batch_takes)  # the collection delete, after the pods settled
+        time.sleep(batch_takes)  # the collection delete, after the pods settled (or a long watch)
         order.append("pods deleted")
         probes.cleanup.errors.append("probe pods in ns: forbidden: needs deletecollection pods")
 
@@ -48,3 +48,13 @@ def test_close_does_not_wait_past_its_bound_for_a_batch_that_hangs():
     assert order == ["namespace deleted"], order
     assert 1.5 <= took < 5, took  # 2 x api_s
     assert any(t.is_alive() for t in threading.enumerate() if t.name.startswith("probe pods"))
+
+
+def test_close_does_not_wait_for_a_batch_still_watching():
+    """Ctrl-C while pods are still being followed: the namespace's deletion takes them, now."""
+    order: list[str] = []
+    probes = _pods(30, order, settle=False)
+    probes.submit(["gpu-worker-1"])
+    started = time.monotonic()
+    probes.close()
+    assert order == ["namespace deleted"] and time.monotonic() - started < 0.5
