@@ -110,3 +110,4 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
     config.pluginmanager.register(k8s_node_fixtures, "gpuconform-k8s-node-fixtures")
     config.pluginmanager.register(hooks.Hooks(config, suite), "gpuconform-hooks")
+    config.pluginmanager.register(hooks.OneLineReports(), "gpuconform-one-line-reports")
