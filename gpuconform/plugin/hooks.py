@@ -61,7 +61,8 @@ def _move_html_report(config: pytest.Config, path: Path) -> None:
 class OneLineReports:
     """A check that could not check is reported in one line (:class:`Hooks` sets it from the
     record), so its report is built without pytest first formatting the traceback through the
-    facts accessors: ~25 ms each, minutes over the thousands of results of a broken cluster."""
+    facts accessors: milliseconds each (2,000 results: 3.0 s instead of 6.9 s), minutes over the
+    thousands of results of a broken cluster."""
 
     @staticmethod
     @pytest.hookimpl(tryfirst=True)
