@@ -109,6 +109,13 @@ class ClusterFacts:
             raise ClusterError(f"{where} key {MIG_PARTED_KEY}: {exc}") from None
 
     @once
+    def configmap_data(self, namespace: str, name: str) -> dict[str, str] | None:
+        """The ``data`` of ConfigMap ``namespace/name`` ({} when it has none), None when it does not exist."""
+        cm = self.cluster.get_json(f"/api/v1/namespaces/{namespace}/configmaps/{name}", missing_ok=True,
+                                   what=f"reading ConfigMap {namespace}/{name}")
+        return None if cm is None else dict(cm.get("data") or {})
+
+    @once
     def daemonsets(self) -> tuple[dict, ...]:
         doc = self.cluster.get_json(f"/apis/apps/v1/namespaces/{self.operator_namespace}/daemonsets",
                                     what=f"listing DaemonSets in {self.operator_namespace}")

@@ -8,6 +8,9 @@ LABEL_PRODUCT = "nvidia.com/gpu.product"
 LABEL_COUNT = "nvidia.com/gpu.count"
 LABEL_MIG_CONFIG = "nvidia.com/mig.config"
 LABEL_MIG_STATE = "nvidia.com/mig.config.state"
+LABEL_MIG_CAPABLE = "nvidia.com/mig.capable"
+LABEL_OPERANDS = "nvidia.com/gpu.deploy.operands"
+LABEL_VGPU_HOST = "nvidia.com/vgpu.host-driver-version"
 
 
 def name(node: dict) -> str:
@@ -16,6 +19,24 @@ def name(node: dict) -> str:
 
 def labels(node: dict) -> dict[str, str]:
     return node["metadata"].get("labels") or {}
+
+
+def mig_capable(node_labels: dict[str, str]) -> bool:
+    """Whether the GPU Operator deploys its MIG manager on a node with these labels (NVIDIA/
+    gpu-operator controllers/state_manager.go hasMIGCapableGPU: ``nvidia.com/mig.capable``, or
+    without it a product naming H100, A100 or A30; never a vGPU host)."""
+    if node_labels.get(LABEL_VGPU_HOST):
+        return False
+    if LABEL_MIG_CAPABLE in node_labels:
+        return node_labels[LABEL_MIG_CAPABLE] == "true"
+    product = node_labels.get(LABEL_PRODUCT, "").lower()
+    return any(model in product for model in ("h100", "a100", "a30"))
+
+
+def operands_disabled(node_labels: dict[str, str]) -> bool:
+    """``nvidia.com/gpu.deploy.operands=false``: the GPU Operator removes every operand's deploy
+    label from the node ("Operands are disabled for node", state_manager.go updateGPUStateLabels)."""
+    return node_labels.get(LABEL_OPERANDS) == "false"
 
 
 def ready_condition(node: dict) -> dict | None:

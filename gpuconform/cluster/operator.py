@@ -117,6 +117,53 @@ DAEMONSET_TOLERATED = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unrea
                        "node.kubernetes.io/network-unavailable")
 
 
+#: The GPU Operator's operand DaemonSets and the ClusterPolicy switch that deploys each (None:
+#: always), as its assets name them (gpu-operator assets/state-*/0*daemonset.yaml, 0400_dcgm.yml;
+#: the driver under useNvidiaDriverCRD is deployed by NVIDIADriver objects, not listed here).
+OPERANDS: dict[str, str | None] = {
+    "nvidia-driver-daemonset": "driver.enabled",
+    "nvidia-container-toolkit-daemonset": "toolkit.enabled",
+    "nvidia-device-plugin-daemonset": "devicePlugin.enabled",
+    "gpu-feature-discovery": "gfd.enabled",
+    "nvidia-dcgm": "dcgm.enabled",
+    "nvidia-dcgm-exporter": "dcgmExporter.enabled",
+    "nvidia-mig-manager": "migManager.enabled",
+    "nvidia-node-status-exporter": "nodeStatusExporter.enabled",
+    "nvidia-operator-validator": None,
+}
+MIG_MANAGER = "nvidia-mig-manager"
+
+
+def enabled_operands(spec: dict) -> list[str]:
+    """The operand DaemonSets the operator deploys under ClusterPolicy ``spec``."""
+    out = []
+    for operand, switch in OPERANDS.items():
+        if operand == "nvidia-driver-daemonset" and effective_spec_value(spec, "driver.useNvidiaDriverCRD")[1]:
+            continue
+        if switch is None or effective_spec_value(spec, switch)[1] is True:
+            out.append(operand)
+    return out
+
+
+def operand_switched_off(spec: dict, operand: str) -> str | None:
+    """Why the operator does not deploy ``operand`` under ``spec`` (its switch is off), or None."""
+    switch = OPERANDS.get(operand)
+    if switch is None:
+        return None
+    literal, effective = effective_spec_value(spec, switch)
+    if effective is True:
+        return None
+    return f"ClusterPolicy spec.{switch} is {describe_spec_value(literal, effective)}: the operator does not deploy it"
+
+
+def operand_nodes(operand: str, gpu_nodes) -> list[dict]:
+    """The GPU workers the operator deploys ``operand`` on: the MIG manager only where a GPU is
+    MIG-capable (state_manager.go: the mig-manager deploy label only with hasMIGCapableGPU)."""
+    if operand != MIG_MANAGER:
+        return list(gpu_nodes)
+    return [n for n in gpu_nodes if nodes_mod.mig_capable(nodes_mod.labels(n))]
+
+
 def operand_unscheduled(ds: dict, gpu_nodes) -> list[str]:
     """GPU workers the DaemonSet cannot place a pod on (nodeSelector or taints), with why."""
     pod_spec = ds["spec"]["template"].get("spec") or {}
@@ -125,6 +172,10 @@ def operand_unscheduled(ds: dict, gpu_nodes) -> list[str]:
     for node in gpu_nodes:
         node_labels = nodes_mod.labels(node)
         wrong = {k: v for k, v in selector.items() if node_labels.get(k) != v}
+        if wrong and nodes_mod.operands_disabled(node_labels):
+            out.append(f"{nodes_mod.name(node)}: label {nodes_mod.LABEL_OPERANDS}=false: the GPU Operator disables "
+                       f"every operand there (\"Operands are disabled for node\")")
+            continue
         if wrong:
             shown = ", ".join(f"{k}={node_labels.get(k, '<unset>')} (wants {v})" for k, v in wrong.items())
             out.append(f"{nodes_mod.name(node)}: label {shown}")

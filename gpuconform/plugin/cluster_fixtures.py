@@ -129,6 +129,14 @@ def cluster_expected(pytestconfig: pytest.Config) -> ClusterExpectations:
     return pytestconfig.stash[keys.PROFILE].profile.cluster
 
 
+def declared(exp: ClusterExpectations):
+    """The profile's words on the GPU platform, as the library takes them."""
+    from gpuconform.cluster.gpunode import Declared
+    w = exp.gpu_workers
+    return Declared(exp.gpu_stack, exp.gpu_operator.cluster_policy, w.product, w.count, w.sharing.mode,
+                    w.sharing.replicas)
+
+
 @pytest.fixture(scope="session")
 def cluster(cluster_session: ClusterRun) -> "ClusterFacts":
     """Read-only snapshot of the cluster: one list per kind, fetched on first use."""

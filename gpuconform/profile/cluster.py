@@ -30,6 +30,9 @@ class ServerVersion(Strict):
 
 
 class Toleration(Strict):
+    """A taint the operands must tolerate, written as the toleration that would tolerate it. The
+    ClusterPolicy's tolerations are judged by the scheduler's rules, not as text: a toleration
+    without effect tolerates every effect, one with operator Exists and no key every taint."""
     key: str = Field(..., description="taint key the toleration matches")
     operator: Literal["Exists", "Equal"] = Field("Exists", description="Exists: any value; Equal: `value`")
     value: str | None = Field(None, description="taint value (operator Equal)")
@@ -39,6 +42,12 @@ class Toleration(Strict):
     def __str__(self) -> str:
         value = f"={self.value}" if self.operator == "Equal" else ""
         return f"{self.key}{value} {self.operator} {self.effect or '(any effect)'}"
+
+    def taints(self) -> list[dict]:
+        """The taints this toleration stands for (each effect when it names none)."""
+        effects = [self.effect] if self.effect else ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+        value = {"value": self.value} if self.operator == "Equal" and self.value is not None else {}
+        return [{"key": self.key, **value, "effect": e} for e in effects]
 
 
 GPU_TOLERATION = Toleration(key="nvidia.com/gpu", operator="Exists", effect="NoSchedule")
@@ -57,14 +66,30 @@ class GpuOperator(Strict):
         description="env of the driver validator (spec.validator.driver.env)")
     tolerations: tuple[Toleration, ...] = Field(
         (GPU_TOLERATION,), description="tolerations every operand needs (spec.daemonsets.tolerations)")
-    operands: tuple[str, ...] = Field(
-        catalogs.GPU_OPERATOR_OPERANDS, description="operand DaemonSets that must be available on every GPU worker")
+    operands: tuple[str, ...] | None = Field(
+        None, description="operand DaemonSets that must be available on the GPU workers; null: every operand the "
+                          "ClusterPolicy enables (its effective spec: gpu-feature-discovery, nvidia-device-plugin-"
+                          "daemonset, ... as the operator deploys them; gpuconform/cluster/operator.py OPERANDS)")
 
 
 class Kyverno(Strict):
     required: bool = Field(False, description="true: Kyverno must be installed (else the check skips when absent)")
     excluded_namespaces: tuple[str, ...] = Field(
         ("gpu-operator",), description="namespaces no Kyverno policy may apply to")
+
+
+GpuStack = Literal["auto", "gpu-operator", "device-plugin"]
+SharingMode = Literal["auto", "none", "mig-single", "mig-mixed", "time-slicing", "mps"]
+
+
+class Sharing(Strict):
+    """How the GPU workers share their GPUs, as the site configured NVIDIA's device plugin and GFD.
+    ``auto``: what the cluster itself says (ClusterPolicy spec.mig.strategy and the device plugin's
+    config ConfigMap with the GPU Operator; GFD's labels with the device plugin alone)."""
+    mode: SharingMode = Field(
+        "auto", description="auto | none (whole GPUs) | mig-single | mig-mixed | time-slicing | mps")
+    replicas: int | None = Field(
+        None, ge=2, le=1024, description="time-slicing / mps: replicas per GPU (null: the device plugin's config)")
 
 
 class MigAssignment(Strict):
@@ -81,6 +106,7 @@ class GpuWorkers(Strict):
         (), description="nvidia.com/mig.config per node, first match wins")
     default_mig_config: str | None = Field(
         None, description="config of nodes no assignment matches; null: any (not checked)")
+    sharing: Sharing = Field(Sharing(), description="how the GPUs are shared (MIG strategy, time-slicing, MPS)")
 
     def mig_config_for(self, node: str) -> str | None:
         for a in self.mig_configs:
@@ -114,6 +140,10 @@ class ClusterTimeouts(Strict):
 
 
 class ClusterExpectations(Strict):
+    gpu_stack: GpuStack = Field(
+        "auto", description="gpu-operator: NVIDIA's GPU Operator runs the GPU stack (its checks apply); "
+                            "device-plugin: NVIDIA's device plugin (and GFD) without the operator; auto: "
+                            "gpu-operator when the API server serves the ClusterPolicy CRD")
     server_version: ServerVersion = Field(ServerVersion(), description="accepted Kubernetes versions")
     gpu_operator: GpuOperator = Field(GpuOperator(), description="the NVIDIA GPU Operator and its ClusterPolicy")
     kyverno: Kyverno = Field(Kyverno(), description="Kyverno policies that must leave the GPU Operator alone")

@@ -15,6 +15,7 @@ from testbed.cluster.controlplane import DEFAULT_STATE, ControlPlane
 from testbed.cluster.kube import client_for
 from testbed.cluster.platform import ARTICLE_WORKERS, CONTROL_PLANE_NODES, Platform
 from testbed.cluster.scenarios import Scenarios
+from testbed.cluster.sites import Site
 
 
 class TestBed:
@@ -22,10 +23,12 @@ class TestBed:
 
     def __init__(self, state_dir: Path | str = DEFAULT_STATE, *, attached: bool = True,
                  allow_build: bool = True, workers=ARTICLE_WORKERS, control_plane=CONTROL_PLANE_NODES,
-                 values: dict | None = None):
-        """``values``: Helm values over the article's (testbed/gpuoperator/operator.py)."""
+                 values: dict | None = None, site: Site | None = None):
+        """``values``: Helm values over the article's (testbed/gpuoperator/operator.py); ``site``:
+        one of testbed/cluster/sites.py instead (its workers, stack, values and objects)."""
         self.control_plane = ControlPlane(state_dir, attached=attached, allow_build=allow_build)
         self._workers, self._cp_nodes, self._values = workers, control_plane, values
+        self._site = site
         self.api = None
         self.platform: Platform | None = None
         self.scenarios: Scenarios | None = None
@@ -36,11 +39,16 @@ class TestBed:
         self.control_plane.start(timeout=timeout)
         try:
             self.api = client_for(self.kubeconfig)
-            self.platform = Platform(self.api, self._workers, self._cp_nodes, values=self._values)
+            site = self._site
+            self.platform = (Platform(self.api, site.workers, self._cp_nodes, site.values, stack=site.stack,
+                                      objects=site.objects) if site else
+                             Platform(self.api, self._workers, self._cp_nodes, values=self._values))
             self.scenarios = Scenarios(self.platform)
             if layout:
                 self.platform.create_nodes()
-                self.control_plane.start_gpu_operator(self.platform.install_operator())
+                rendered = self.platform.install_operator()
+                if self.platform.stack == "gpu-operator":
+                    self.control_plane.start_gpu_operator(rendered)
                 self.platform.wait_healthy(max(30.0, timeout - (time.monotonic() - t0)))
         except BaseException:
             self.stop()

@@ -5,13 +5,14 @@ container, the CUDA vectoradd output, the CRI log line format. Used by the devic
 from __future__ import annotations
 
 import datetime
+import json
 import re
 import uuid
 
 from kubernetes import client
 
 from testbed.cluster.hardware import GPUS
-from testbed.cluster.nodeagent import hardware, resource_name
+from testbed.cluster.nodeagent import ANN_PLUGIN, hardware, resource_name, single_profile
 
 RESOURCE_GPU, RESOURCE_MIG_PREFIX = "nvidia.com/gpu", "nvidia.com/mig-"
 ANN = "testbed.gpuconform.io/"
@@ -44,32 +45,52 @@ class Device:
     """One allocatable device: a whole GPU or a MIG device on a GPU."""
 
     def __init__(self, resource: str, node: str, gpu_index: int, gpu_name: str,
-                 mig_profile: str | None = None, mig_index: int | None = None):
+                 mig_profile: str | None = None, mig_index: int | None = None, replica: int | None = None):
         self.resource = resource
         self.gpu_name = gpu_name
         self.gpu_uuid = device_uuid("GPU", node, gpu_index)
         self.mig_profile = mig_profile
         self.uuid = device_uuid("MIG", node, gpu_index, mig_index) if mig_profile else self.gpu_uuid
+        #: the device id the kubelet allocates: a replica of a shared device is ``<uuid>::<i>``
+        #: (k8s-device-plugin internal/rm: replicated device ids)
+        self.id = self.uuid if replica is None else f"{self.uuid}::{replica}"
 
 
 def node_devices(node: client.V1Node) -> list[Device]:
     """Devices of a node, from its simulated GPUs (the MIG layout the node agent's MIG manager
-    applied), limited to what the node's allocatable advertises (so a node whose allocatable
-    disagrees hands out what it advertises). MIG devices of a GPU are listed largest first, as
+    applied), named and replicated as its device plugin registered them (MIG strategy, sharing),
+    limited to what the node's allocatable advertises (so a node whose allocatable disagrees
+    hands out what it advertises). MIG devices of a GPU are listed largest first, as
     ``nvidia-smi -L`` lists them (formats.md 3.6)."""
     hw = hardware(node)
     if hw is None:
         return []
     name, gpu = node.metadata.name, GPUS[hw["product"]]
-    devices: list[Device] = []
+    plugin = json.loads((node.metadata.annotations or {}).get(ANN_PLUGIN) or '{"strategy": "mixed"}')
+    strategy, replication = plugin["strategy"], plugin.get("replication") or {}
+    if strategy == "single" and single_profile(hw) is None:
+        return []
+    physical: list[Device] = []
     for g, layout in enumerate(hw["layout"]):
-        if layout is None:
-            devices.append(Device(RESOURCE_GPU, name, g, gpu.smi_name))
+        if layout is None or strategy == "none":
+            physical.append(Device(RESOURCE_GPU, name, g, gpu.smi_name))
             continue
         profiles = sorted((p for p, n in layout.items() for _ in range(n)),
                           key=lambda p: -gpu.profile(p).size)
         for i, profile in enumerate(profiles):
-            devices.append(Device(resource_name(profile), name, g, gpu.smi_name, profile, i))
+            resource = RESOURCE_GPU if strategy == "single" else resource_name(profile)
+            physical.append(Device(resource, name, g, gpu.smi_name, profile, i))
+    devices: list[Device] = []
+    for d in physical:
+        r = replication.get(d.resource)
+        if not r or r["replicas"] <= 1:
+            devices.append(d)
+            continue
+        for k in range(r["replicas"]):
+            copy = Device(r.get("rename") or d.resource, name, 0, d.gpu_name, replica=k)
+            copy.gpu_uuid, copy.mig_profile, copy.uuid = d.gpu_uuid, d.mig_profile, d.uuid
+            copy.id = f"{d.uuid}::{k}"
+            devices.append(copy)
     allocatable = (node.status.allocatable or {}) if node.status else {}
     limited, seen = [], {}
     for d in devices:

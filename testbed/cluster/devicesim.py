@@ -126,7 +126,7 @@ class DeviceSim:
         given: list[Device] = []
         short = []
         for resource, n in sorted(wanted.items()):
-            free = [d for d in node_devices(node) if d.resource == resource and d.uuid not in self.in_use]
+            free = [d for d in node_devices(node) if d.resource == resource and d.id not in self.in_use]
             if len(free) < n:
                 short.append(f"{resource}: want {n}, free {len(free)}")
             given.extend(free[:n])
@@ -144,9 +144,9 @@ class DeviceSim:
         logfile = self.log_dir / f"{ns}_{name}_{uid}.log"
         logfile.write_text(cri_log(lines))
         self.put_logs_object(pod, logfile)
-        self.remember(uid, ",".join(d.uuid for d in given))
+        self.remember(uid, ",".join(d.id for d in given))
         self.wait_log_served(pod)
-        annotations = {ANN_DEVICES: ",".join(d.uuid for d in given)}
+        annotations = {ANN_DEVICES: ",".join(d.id for d in given)}
         if runs_to_completion:
             if ok or pod.spec.restart_policy == "Never":
                 annotations[ANN_OUTCOME] = "succeeded" if ok else "failed"

@@ -68,7 +68,13 @@ H100_SXM5_80GB = Gpu("0x233010DE", "NVIDIA H100 80GB HBM3", 81559, "hopper", (9,
 H200_141GB = Gpu("0x233510DE", "NVIDIA H200", 143771, "hopper", (9, 0),
                  _gh100_profiles({"1": "18gb", "2": "35gb", "4": "71gb", "8": "141gb"}))
 
-GPUS = {g.product_label: g for g in (H100_SXM5_80GB, H200_141GB)}
+#: A GPU without MIG (Ada Lovelace, compute capability 8.9): PCI id 10de:26b9 (the PCI ID
+#: Repository's entry "AD102GL [L40S]"), 46068 MiB as nvidia-smi reports an L40S's 48 GB
+#: (NVIDIA's L40S datasheet: 48 GB GDDR6 with ECC). No MIG profiles: GFD labels it
+#: mig.capable=false and the GPU Operator deploys no MIG manager there.
+L40S = Gpu("0x26B910DE", "NVIDIA L40S", 46068, "ada-lovelace", (8, 9))
+
+GPUS = {g.product_label: g for g in (H100_SXM5_80GB, H200_141GB, L40S)}
 
 
 def fits(gpu: Gpu, devices: dict[str, int]) -> str | None:

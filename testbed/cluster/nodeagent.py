@@ -2,15 +2,31 @@
 GPU Operator has scheduled them there. KWOK only marks their pods Running; this process plays
 what runs inside them, following NVIDIA's code:
 
-* **device plugin** (NVIDIA/k8s-device-plugin): while its pod has been Ready for a moment (the
-  plugin registers with the kubelet), capacity/allocatable carry the node's devices, named by the
-  pod's MIG_STRATEGY env (mixed: ``nvidia.com/gpu`` per whole GPU, ``nvidia.com/mig-<profile>``
-  per MIG device, formats.md 5.3). Without a Ready plugin pod the kubelet marks the devices
+* **device plugin** (NVIDIA/k8s-device-plugin v0.18.0), the GPU Operator's DaemonSet or the
+  ``nvidia-device-plugin`` Helm chart's (told apart by container, not by who deployed it): while
+  its pod has been Ready for a moment (the plugin registers with the kubelet), capacity/
+  allocatable carry the node's devices, named by the MIG strategy (the container's MIG_STRATEGY,
+  else the config file's ``flags.migStrategy``, else ``none``; mixed: ``nvidia.com/gpu`` per
+  whole GPU, ``nvidia.com/mig-<profile>`` per MIG device, formats.md 5.3; single: every MIG
+  device an ``nvidia.com/gpu``, and nothing at all when the GPUs do not all carry one profile --
+  internal/rm and internal/lm/mig-strategy.go) and replicated as the config file's
+  ``sharing.timeSlicing`` / ``sharing.mps`` says (api/config/v1/sharing.go, replicas.go: N
+  devices per device, renamed ``<name>.shared`` with ``renameByDefault``). The config file is
+  what the pod's config-manager picks (cmd/config-manager/main.go): the ConfigMap key named by the
+  node's ``nvidia.com/device-plugin.config`` label, else DEFAULT_CONFIG, else the
+  FALLBACK_STRATEGIES (``named``: key ``default``; ``single``: the only key; ``empty``: none).
+  What the plugin registered is written on the node (``testbed.gpuconform.io/device-plugin``)
+  for the device simulator, as the kubelet's device manager knows it. Without a Ready plugin pod the kubelet marks the devices
   unhealthy: allocatable 0, capacity kept (kubernetes pkg/kubelet/cm/devicemanager manager.go,
   the endpoint's stop marks its resource's devices unhealthy). GPUs listed in ``testbed.gpuconform.io/lost-gpus``
   (an Xid 79 "fallen off the bus") are counted in capacity, not in allocatable.
 * **GPU Feature Discovery**: while its pod is Ready, the node's ``nvidia.com/gpu.*``, ``cuda.*``
-  and, under the mixed strategy, ``nvidia.com/mig-<profile>.*`` labels (formats.md 5.1).
+  and, under the mixed strategy, ``nvidia.com/mig-<profile>.*`` labels (formats.md 5.1), as
+  k8s-device-plugin v0.18.0 internal/lm writes them: under single ``gpu.product`` is
+  ``<product>-MIG-<profile>`` and ``gpu.count`` the MIG devices (``-MIG-INVALID`` and 0 for a
+  layout single cannot serve); a replicated resource gets ``-SHARED``, ``.replicas`` and
+  ``.sharing-strategy`` (resource.go baseLabeler); ``gpu.family`` by compute capability
+  (getArchFamily); ``mig.capable`` from the GPU.
 * **operator validator** (gpu-operator validator/main.go): when its pod runs on the node, the
   cuda and plugin validations create their workload pods from NVIDIA's own manifests
   (validator/cuda-workload-validation.yaml, plugin-workload-validation.yaml), but only where the
@@ -57,6 +73,7 @@ ANN_LOST = ANN + "lost-gpus"
 ANN_IN_USE = ANN + "gpu-in-use"
 ANN_BROKEN = ANN + "broken-operands"
 ANN_SIMULATE = ANN + "simulate"
+ANN_PLUGIN = ANN + "device-plugin"
 LABEL_CONFIG, LABEL_STATE = "nvidia.com/mig.config", "nvidia.com/mig.config.state"
 #: the GPU clients the MIG manager pauses (reconfigure.go shutdownKubernetesGPUClients)
 CLIENT_DEPLOY_LABELS = ("nvidia.com/gpu.deploy.device-plugin", "nvidia.com/gpu.deploy.gpu-feature-discovery",
@@ -64,6 +81,10 @@ CLIENT_DEPLOY_LABELS = ("nvidia.com/gpu.deploy.device-plugin", "nvidia.com/gpu.d
                         "nvidia.com/gpu.deploy.nvsm")
 CLIENT_APPS = ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-dcgm-exporter", "nvidia-dcgm")
 APP_PLUGIN, APP_GFD = "nvidia-device-plugin-daemonset", "gpu-feature-discovery"
+#: the main container of each role: the GPU Operator's assets (state-device-plugin,
+#: gpu-feature-discovery 0500_daemonset.yaml) and the nvidia-device-plugin chart's templates
+ROLE_CONTAINERS = {"plugin": ("nvidia-device-plugin", "nvidia-device-plugin-ctr"),
+                   "gfd": ("gpu-feature-discovery", "gpu-feature-discovery-ctr")}
 APP_VALIDATOR, APP_MIG = "nvidia-operator-validator", "nvidia-mig-manager"
 WORKLOADS = {"cuda": ("nvidia-cuda-validator", "cuda-workload-validation.yaml"),
              "plugin": ("nvidia-device-plugin-validator", "plugin-workload-validation.yaml")}
@@ -87,9 +108,26 @@ def resource_name(profile: str) -> str:
     return "nvidia.com/mig-" + profile.replace("+", ".")
 
 
-def plugin_resources(hw: dict, strategy: str, skip: set[int] = frozenset()) -> dict[str, int]:
-    """What the device plugin advertises for the GPUs not in ``skip``."""
+def single_profile(hw: dict) -> str | None:
+    """The one MIG profile every GPU carries, where the single strategy can serve the layout
+    ("" when MIG is off on every GPU); None when it cannot (mig-strategy.go: MIG on some GPUs and
+    off on others, an empty MIG GPU, or more than one profile)."""
+    layouts = hw["layout"]
+    if all(x is None for x in layouts):
+        return ""
+    if any(x is None or not any(x.values()) for x in layouts):
+        return None
+    profiles = {p for x in layouts for p, n in x.items() if n}
+    return profiles.pop() if len(profiles) == 1 else None
+
+
+def plugin_resources(hw: dict, strategy: str, skip: set[int] = frozenset(),
+                     replication: dict | None = None) -> dict[str, int]:
+    """What the device plugin advertises for the GPUs not in ``skip``, replicated as
+    ``replication`` ({resource: {"replicas": N, "rename": name or None}}) says."""
     out: dict[str, int] = {}
+    if strategy == "single" and single_profile(hw) is None:
+        return out  # the plugin refuses to serve the layout
     for i, layout in enumerate(hw["layout"]):
         if i in skip:
             continue
@@ -100,38 +138,107 @@ def plugin_resources(hw: dict, strategy: str, skip: set[int] = frozenset()) -> d
         else:
             for profile, n in layout.items():
                 out[resource_name(profile)] = out.get(resource_name(profile), 0) + n
-    return out
+    replicated: dict[str, int] = {}
+    for res, n in out.items():
+        r = (replication or {}).get(res)
+        name = (r.get("rename") or res) if r else res
+        replicated[name] = replicated.get(name, 0) + n * (r["replicas"] if r else 1)
+    return replicated
 
 
-def gfd_labels(hw: dict, strategy: str) -> dict[str, str]:
+def _shared(replication: dict | None, resource: str) -> tuple[int, str, bool]:
+    """(replicas, sharing strategy, renamed) GFD writes for ``resource`` (resource.go baseLabeler)."""
+    r = (replication or {}).get(resource)
+    replicas = r["replicas"] if r else 1
+    return replicas, (r["how"] if r and replicas > 1 else "none"), bool(r and r.get("rename"))
+
+
+def gfd_labels(hw: dict, strategy: str, replication: dict | None = None) -> dict[str, str]:
     gpu = gpu_of(hw)
     major, minor, rev = hw["driver"].split(".")
-    mig_on = any(x is not None for x in hw["layout"])
+    whole = [x for x in hw["layout"] if x is None]
+    replicas, sharing, renamed = _shared(replication, "nvidia.com/gpu")
+    if not whole:  # only MIG-enabled GPUs: their labels carry no sharing (mig-strategy.go newGPULabelers)
+        replicas, sharing, renamed = 0, "none", False
+    suffix = "-SHARED" if replicas > 1 and not renamed else ""
+    mps = any(r.get("how") == "mps" for r in (replication or {}).values())
     labels = {
-        "nvidia.com/gpu.product": gpu.product_label, "nvidia.com/gpu.count": str(hw["count"]),
+        "nvidia.com/gpu.product": gpu.product_label + suffix, "nvidia.com/gpu.count": str(hw["count"]),
         "nvidia.com/gpu.memory": str(gpu.memory_mib), "nvidia.com/gpu.family": gpu.family,
         "nvidia.com/gpu.compute.major": str(gpu.compute[0]), "nvidia.com/gpu.compute.minor": str(gpu.compute[1]),
-        "nvidia.com/gpu.machine": hw["machine"], "nvidia.com/gpu.replicas": "0" if mig_on else "1",
-        "nvidia.com/gpu.sharing-strategy": "none", "nvidia.com/mps.capable": "false",
-        "nvidia.com/mig.capable": str(bool(gpu.mig_profiles)).lower(), "nvidia.com/mig.strategy": strategy,
+        "nvidia.com/gpu.machine": hw["machine"], "nvidia.com/gpu.replicas": str(replicas),
+        "nvidia.com/gpu.sharing-strategy": sharing, "nvidia.com/mps.capable": str(mps).lower(),
+        "nvidia.com/mig.capable": str(bool(gpu.mig_profiles)).lower(),
         "nvidia.com/cuda.driver-version.full": hw["driver"], "nvidia.com/cuda.driver-version.major": major,
         "nvidia.com/cuda.driver-version.minor": minor, "nvidia.com/cuda.driver-version.revision": rev,
         "nvidia.com/cuda.runtime-version.full": hw["cuda"],
         "nvidia.com/cuda.runtime-version.major": hw["cuda"].split(".")[0],
         "nvidia.com/cuda.runtime-version.minor": hw["cuda"].split(".")[1],
     }
-    if strategy == "mixed":
+    if strategy in ("single", "mixed"):
+        labels["nvidia.com/mig.strategy"] = strategy
+    if strategy == "single" and single_profile(hw):
+        profile = gpu.profile(single_profile(hw))
+        labels.update(_mig_labels(gpu, profile, "nvidia.com/gpu", sum(sum(x.values()) for x in hw["layout"]),
+                                  replication))
+    elif strategy == "single" and single_profile(hw) is None:
+        labels.update({"nvidia.com/gpu.product": f"{gpu.product_label}-MIG-INVALID", "nvidia.com/gpu.count": "0",
+                       "nvidia.com/gpu.replicas": "0", "nvidia.com/gpu.sharing-strategy": "",
+                       "nvidia.com/gpu.memory": "0"})
+    elif strategy == "mixed":
         for res, n in plugin_resources(hw, strategy).items():
-            if not res.startswith("nvidia.com/mig-"):
-                continue
-            profile = gpu.profile(res[len("nvidia.com/mig-"):].replace(".me", "+me"))
-            prefix = res
-            labels.update({f"{prefix}.count": str(n), f"{prefix}.product": f"{gpu.product_label}-MIG-{profile.name}",
-                           f"{prefix}.multiprocessors": str(profile.sm), f"{prefix}.replicas": "1",
-                           f"{prefix}.sharing-strategy": "none", f"{prefix}.slices.gi": str(profile.gpu_slices),
-                           f"{prefix}.slices.ci": str(profile.gpu_slices),
-                           **{f"{prefix}.engines.{k}": str(v) for k, v in profile.engines.items()}})
+            if res.startswith("nvidia.com/mig-"):
+                profile = gpu.profile(res[len("nvidia.com/mig-"):].replace(".me", "+me"))
+                labels.update(_mig_labels(gpu, profile, res, n, replication))
     return labels
+
+
+def _mig_labels(gpu: Gpu, profile, prefix: str, count: int, replication: dict | None) -> dict[str, str]:
+    """GFD's labels of one MIG resource (resource.go NewMIGResourceLabeler, baseLabeler)."""
+    replicas, sharing, renamed = _shared(replication, prefix)
+    suffix = "-SHARED" if replicas > 1 and not renamed else ""
+    return {f"{prefix}.count": str(count), f"{prefix}.product": f"{gpu.product_label}-MIG-{profile.name}{suffix}",
+            f"{prefix}.multiprocessors": str(profile.sm), f"{prefix}.replicas": str(replicas),
+            f"{prefix}.sharing-strategy": sharing, f"{prefix}.slices.gi": str(profile.gpu_slices),
+            f"{prefix}.slices.ci": str(profile.gpu_slices),
+            **{f"{prefix}.engines.{k}": str(v) for k, v in profile.engines.items()}}
+
+
+# -- the device plugin's config file, as its config-manager picks it ------------------------------
+def _env(container) -> dict[str, str]:
+    return {e.name: e.value for e in container.env or [] if e.value is not None}
+
+
+def config_key(data: dict, node_labels: dict, manager) -> str:
+    """The ConfigMap key the config-manager selects (cmd/config-manager/main.go): the node's label,
+    else DEFAULT_CONFIG, else the fallback strategies in order; "" for an empty config."""
+    env = _env(manager)
+    chosen = node_labels.get(env.get("NODE_LABEL") or "nvidia.com/device-plugin.config") or env.get("DEFAULT_CONFIG")
+    if chosen:
+        return chosen
+    for fallback in (env.get("FALLBACK_STRATEGIES") or "").split(","):
+        if fallback == "named" and "default" in data:
+            return "default"
+        if fallback == "single" and len(data) == 1:
+            return next(iter(data))
+        if fallback == "empty":
+            return ""
+    return ""
+
+
+def parse_plugin_config(text: str) -> tuple[str | None, dict]:
+    """(flags.migStrategy, {resource: {"replicas", "rename", "how"}}) of a device plugin config
+    file (api/config/v1: config.go, sharing.go -- the mps section when present, else
+    timeSlicing -- and replicas.go, consts.go: renameByDefault names it ``<name>.shared``)."""
+    doc = yaml.safe_load(text) or {}
+    sharing = doc.get("sharing") or {}
+    how, section = ("mps", sharing["mps"]) if sharing.get("mps") is not None else (
+        "time-slicing", sharing.get("timeSlicing") or {})
+    out = {}
+    for r in section.get("resources") or []:
+        rename = r.get("rename") or (r["name"] + ".shared" if section.get("renameByDefault") else None)
+        out[r["name"]] = {"replicas": int(r["replicas"]), "rename": rename, "how": how}
+    return (doc.get("flags") or {}).get("migStrategy"), out
 
 
 # -- pods -----------------------------------------------------------------------------------------
@@ -157,11 +264,32 @@ def env_of(container, name: str, default: str | None = None) -> str | None:
     return default
 
 
+def role(pod: client.V1Pod) -> str:
+    """plugin, gfd, or the pod's app label: what runs in the pod, whoever deployed it."""
+    names = {c.name for c in pod.spec.containers or []}
+    for r, containers in ROLE_CONTAINERS.items():
+        if names & set(containers):
+            return r
+    return app(pod)
+
+
+def main_container(pod: client.V1Pod, r: str):
+    return next(c for c in pod.spec.containers if c.name in ROLE_CONTAINERS[r])
+
+
+def config_manager(pod: client.V1Pod):
+    """The pod's config-manager (init or sidecar container), or None: no config file."""
+    return next((c for c in [*(pod.spec.init_containers or []), *(pod.spec.containers or [])]
+                 if (c.command or [])[:1] == ["config-manager"]), None)
+
+
 class NodeAgent:
-    def __init__(self, api: client.ApiClient, manifests: Path, namespace: str = "gpu-operator"):
+    def __init__(self, api: client.ApiClient, manifests: Path, namespace: str = "gpu-operator",
+                 plugin_namespace: str = "nvidia-device-plugin"):
         self.core = client.CoreV1Api(api)
         self.manifests = manifests
         self.namespace = namespace
+        self.plugin_namespace = plugin_namespace
         self.nodes: dict[str, client.V1Node] = {}
         self.pods: dict[str, client.V1Pod] = {}
         self.lock = threading.Lock()
@@ -197,8 +325,31 @@ class NodeAgent:
             self.wake.notify()
 
     def node_pods(self, node: str, app_name: str) -> list[client.V1Pod]:
+        """The node's pods of one app (its label), or of one role (plugin, gfd)."""
         with self.lock:
-            return [p for p in self.pods.values() if p.spec.node_name == node and app(p) == app_name]
+            return [p for p in self.pods.values() if p.spec.node_name == node
+                    and (role(p) == app_name if app_name in ROLE_CONTAINERS else app(p) == app_name)]
+
+    def plugin_config(self, pod: client.V1Pod, node: client.V1Node) -> tuple[str, dict]:
+        """(MIG strategy, replication) the plugin or GFD of ``pod`` runs with on ``node``."""
+        strategy = env_of(main_container(pod, role(pod)), "MIG_STRATEGY")
+        manager, replication = config_manager(pod), {}
+        if manager is not None:
+            srcdir = _env(manager).get("CONFIG_FILE_SRCDIR", "/available-configs")
+            mount = next((m for m in manager.volume_mounts or [] if m.mount_path == srcdir), None)
+            volume = next((v for v in pod.spec.volumes or [] if mount and v.name == mount.name), None)
+            if volume is not None and volume.config_map is not None:
+                try:
+                    data = self.core.read_namespaced_config_map(volume.config_map.name, pod.metadata.namespace).data or {}
+                except ApiException as exc:
+                    if exc.status != 404:
+                        raise
+                    data = {}
+                key = config_key(data, node.metadata.labels or {}, manager)
+                if key in data:
+                    flag, replication = parse_plugin_config(data[key])
+                    strategy = strategy or flag
+        return strategy or "none", replication
 
     def work(self) -> None:
         while not self.stop.is_set():
@@ -245,7 +396,8 @@ class NodeAgent:
         status = node.status
         capacity = {k: int(str(v)) for k, v in (status.capacity or {}).items() if k.startswith("nvidia.com/")}
         alloc = {k: int(str(v)) for k, v in (status.allocatable or {}).items() if k.startswith("nvidia.com/")}
-        plugins = [p for p in self.node_pods(name, APP_PLUGIN) if live(p) and ready_since(p) is not None]
+        plugins = [p for p in self.node_pods(name, "plugin") if live(p) and ready_since(p) is not None]
+        registered = None
         if not plugins:
             want_cap, want_alloc = capacity, {k: 0 for k in capacity}
         else:
@@ -253,11 +405,15 @@ class NodeAgent:
             if waited < REGISTER_S:
                 self.enqueue(name, REGISTER_S - waited + 0.05)
                 return
-            strategy = env_of(plugins[0].spec.containers[0], "MIG_STRATEGY", "none")
+            strategy, replication = self.plugin_config(plugins[0], node)
+            registered = json.dumps({"strategy": strategy, "replication": replication}, sort_keys=True)
             lost = {int(i) for i in (node.metadata.annotations or {}).get(ANN_LOST, "").split(",") if i}
-            fresh = plugin_resources(hw, strategy)
+            fresh = plugin_resources(hw, strategy, replication=replication)
             want_cap = {**{k: 0 for k in capacity}, **fresh}
-            want_alloc = {**{k: 0 for k in capacity}, **{k: 0 for k in fresh}, **plugin_resources(hw, strategy, lost)}
+            want_alloc = {**{k: 0 for k in capacity}, **{k: 0 for k in fresh},
+                          **plugin_resources(hw, strategy, lost, replication)}
+        if registered is not None and (node.metadata.annotations or {}).get(ANN_PLUGIN) != registered:
+            self.core.patch_node(name, {"metadata": {"annotations": {ANN_PLUGIN: registered}}})
         if want_cap != capacity or want_alloc != alloc:
             self.core.patch_node_status(name, {"status": {
                 "capacity": {k: str(v) for k, v in want_cap.items()},
@@ -265,13 +421,14 @@ class NodeAgent:
             log.info("%s: device plugin advertises %s", name, want_alloc)
 
     def feature_discovery(self, node: client.V1Node, hw: dict) -> None:
-        pods = [p for p in self.node_pods(node.metadata.name, APP_GFD) if live(p) and ready_since(p) is not None]
+        pods = [p for p in self.node_pods(node.metadata.name, "gfd") if live(p) and ready_since(p) is not None]
         if not pods:
             return
-        strategy = env_of(pods[0].spec.containers[0], "MIG_STRATEGY", "none")
-        want = gfd_labels(hw, strategy)
+        strategy, replication = self.plugin_config(pods[0], node)
+        want = gfd_labels(hw, strategy, replication)
         have = node.metadata.labels or {}
-        stale = {k: None for k in have if k.startswith("nvidia.com/mig-") and k not in want}
+        stale = {k: None for k in have if (k.startswith("nvidia.com/mig-") or k == "nvidia.com/mig.strategy")
+                 and k not in want}
         patch = {**{k: v for k, v in want.items() if have.get(k) != v}, **stale}
         if patch:
             self.core.patch_node(node.metadata.name, {"metadata": {"labels": patch}})
@@ -412,8 +569,9 @@ class NodeAgent:
         threads = [
             threading.Thread(target=informer.run, args=(self.core.list_node, self.on_node, self.stop),
                              kwargs={"name": "nodes"}, daemon=True),
-            threading.Thread(target=informer.run, args=(self.core.list_namespaced_pod, self.on_pod, self.stop),
-                             kwargs={"name": "pods", "namespace": self.namespace}, daemon=True),
+            *(threading.Thread(target=informer.run, args=(self.core.list_namespaced_pod, self.on_pod, self.stop),
+                               kwargs={"name": f"pods {ns}", "namespace": ns}, daemon=True)
+              for ns in (self.namespace, self.plugin_namespace)),
         ]
         for t in threads:
             t.start()

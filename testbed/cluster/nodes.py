@@ -36,7 +36,7 @@ NFD_LABELS = {"feature.node.kubernetes.io/pci-10de.present": "true",
 @dataclasses.dataclass(frozen=True)
 class GpuWorker:
     name: str
-    mig_config: str                              # the admin's nvidia.com/mig.config label
+    mig_config: str | None                       # the admin's nvidia.com/mig.config label (None: none set)
     gpu: str = H100_SXM5_80GB.product_label      # hardware.GPUS key
     gpu_count: int = 8
     machine: str = "SYS-821GE-TNHR"              # Supermicro HGX H100 8-GPU server
@@ -94,7 +94,7 @@ def gpu_worker_node(worker: GpuWorker) -> dict:
             "annotations": {**KWOK_ANNOTATIONS, ANN_GPUS: json.dumps(simulated_gpus(worker))},
             "labels": {"kubernetes.io/hostname": worker.name, "kubernetes.io/os": "linux",
                        "kubernetes.io/arch": "amd64", "type": "kwok", **TESTBED_LABEL, **NFD_LABELS,
-                       "nvidia.com/mig.config": worker.mig_config},
+                       **({"nvidia.com/mig.config": worker.mig_config} if worker.mig_config else {})},
         },
         "spec": {"taints": [dict(GPU_TAINT)]},
         "status": {"capacity": base, "allocatable": base, "nodeInfo": _node_info("RED OS MUROM (7.3.4)")},

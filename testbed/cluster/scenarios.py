@@ -24,6 +24,8 @@ mig-config-failed              gpu-worker-2 rebooted (its MIG devices are gone) 
                                holds a GPU: the MIG manager's re-apply ends ``failed``
 allocatable-mismatch           GPU 3 of gpu-worker-1 fell off the bus: the device plugin
                                advertises 49 ``nvidia.com/mig-1g.10gb``, not 56
+gpu-lost                       the same on any site: GPU 3 of gpu-worker-1 fell off the bus, the
+                               device plugin advertises that GPU's devices no more
 vectoradd-failing              every new GPU pod logs ``Failed to allocate device vector A
                                (error code CUDA-capable device(s) is/are busy or
                                unavailable)!`` and fails (Never) or crash-loops (OnFailure)
@@ -69,6 +71,7 @@ class Scenarios:
             "validator-failing": self._validator_failing,
             "mig-config-failed": self._mig_config_failed,
             "allocatable-mismatch": self._allocatable_mismatch,
+            "gpu-lost": self._gpu_lost,
             "vectoradd-failing": self._vectoradd_failing,
             "gpu-worker-notready": self._gpu_worker_notready,
         }
@@ -139,6 +142,14 @@ class Scenarios:
                  lambda: str((self.core.read_node("gpu-worker-1").status.allocatable or {})
                              .get("nvidia.com/mig-1g.10gb")) == "49", SCENARIO_TIMEOUT)
 
+    def _gpu_lost(self) -> None:
+        def allocatable() -> dict:
+            return {k: str(v) for k, v in (self.core.read_node("gpu-worker-1").status.allocatable or {}).items()
+                    if k.startswith("nvidia.com/")}
+        before = allocatable()
+        self._annotate_node("gpu-worker-1", {ANN_LOST: "3"})
+        wait_for("gpu-worker-1 to advertise less after losing GPU 3", lambda: allocatable() != before, SCENARIO_TIMEOUT)
+
     def _vectoradd_failing(self) -> None:
         ns, name = SCENARIO_CONFIGMAP
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"cuda": "fail"}}
@@ -159,16 +170,17 @@ class Scenarios:
             labels, annotations = node.metadata.labels or {}, node.metadata.annotations or {}
             clear = {k: None for k in NODE_FAULTS if k in annotations}
             relabel = {k: "true" for k, v in labels.items() if k.startswith("nvidia.com/gpu.deploy.") and v == "false"}
-            if labels.get("nvidia.com/mig.config") != w.mig_config:
+            if w.mig_config is not None and labels.get("nvidia.com/mig.config") != w.mig_config:
                 relabel["nvidia.com/mig.config"] = w.mig_config
             if clear or relabel:
                 self.core.patch_node(w.name, {"metadata": {"annotations": clear, "labels": relabel}})
             if labels.get("nvidia.com/mig.config.state") == "failed":
                 self._restart_mig_manager(w.name)
-        pods = self.core.list_namespaced_pod(NAMESPACE).items
+        pods = self.core.list_namespaced_pod(self.p.namespace).items
         for pod in pods:
             if ANN_SIMULATE in (pod.metadata.annotations or {}) and not pod.metadata.deletion_timestamp:
-                ignore_not_found(self.core.delete_namespaced_pod, pod.metadata.name, NAMESPACE, grace_period_seconds=0)
+                ignore_not_found(self.core.delete_namespaced_pod, pod.metadata.name, self.p.namespace,
+                                 grace_period_seconds=0)
         # a MIG change that failed took the node's validation pods away (reconfigure.go deletes
         # them first, restarts the validator only on success): restart it, as an admin would
         validated = {p.spec.node_name for p in pods if (p.metadata.labels or {}).get("app") == "nvidia-cuda-validator"}

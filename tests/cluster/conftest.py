@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # the kubernetes client loads only when a cluster check runs
 
 NO_API = "<API server unreachable>"
 NOT_SELECTED = "<not selected>"
+NO_GPU_NODE = "<no GPU worker>"
+NO_MIG = "<no MIG resource offered>"
 
 
 def _selected(metafunc: pytest.Metafunc) -> bool:
@@ -40,8 +42,15 @@ def _cluster_items(config: pytest.Config, what: str) -> list[str]:
     except ClusterError:
         return [NO_API]
     if what == "gpu_node":
-        return [nodes.name(n) for n in gpu_nodes]
-    return list(nodes.mig_resources_offered(gpu_nodes))
+        return [nodes.name(n) for n in gpu_nodes] or [NO_GPU_NODE]
+    if what == "operand":
+        from gpuconform.cluster import operator
+        try:
+            policy = run.facts.cluster_policy(run.expected.gpu_operator.cluster_policy)
+        except ClusterError:
+            return [NO_API]
+        return operator.enabled_operands((policy or {}).get("spec") or {})
+    return list(nodes.mig_resources_offered(gpu_nodes)) or [NO_MIG]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -52,7 +61,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         "spec_path": lambda: list(op.spec),
         "validator_env": lambda: list(op.validator_driver_env),
         "toleration": lambda: list(op.tolerations),
-        "operand": lambda: list(op.operands),
+        "operand": lambda: list(op.operands) if op.operands is not None else (
+            _cluster_items(metafunc.config, "operand") if selected else [NOT_SELECTED]),
         "excluded_namespace": lambda: list(exp.kyverno.excluded_namespaces),
         "gpu_node": lambda: _cluster_items(metafunc.config, "gpu_node") if selected else [NOT_SELECTED],
         "mig_resource": lambda: _cluster_items(metafunc.config, "mig_resource") if selected else [NOT_SELECTED],
@@ -63,13 +73,39 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             metafunc.parametrize(fixture, values, ids=[str(v) for v in values])
 
 
+@pytest.fixture(autouse=True)
+def _nothing_to_judge(request: pytest.FixtureRequest, cluster_expected):
+    """A check parametrized over GPU workers or MIG resources when the cluster has none of them:
+    one result saying why, in the cluster's words (never pytest's "empty parameter set")."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if params.get("gpu_node") == NO_GPU_NODE:
+        pytest.skip(f"no node matches cluster.gpu_workers.selector {cluster_expected.gpu_workers.selector} "
+                    f"(judged by cluster.nodes.gpu_workers)")
+    if params.get("mig_resource") == NO_MIG:
+        cluster = request.getfixturevalue("cluster")
+        pytest.skip(_why_no_mig(cluster, cluster_expected))
+
+
+def _why_no_mig(cluster, cluster_expected) -> str:
+    from gpuconform.cluster import gpunode
+    from gpuconform.plugin.cluster_fixtures import declared
+    gpu_nodes = cluster.gpu_nodes()
+    how = gpunode.node_sharing(cluster, declared(cluster_expected), gpu_nodes[0]) if gpu_nodes else None
+    if how is not None and how.strategy == "single":
+        return (f"no GPU worker offers nvidia.com/mig-* resources: {how.why.split(';')[0]}: the single strategy "
+                f"offers MIG devices as nvidia.com/gpu (run by cluster.workload.vectoradd_gpu)")
+    return ("no GPU worker offers nvidia.com/mig-* resources: no MIG device on the cluster "
+            + (f"({how.why.split(';')[0]})" if how else "(no GPU worker)"))
+
+
 @pytest.fixture(scope="session")
 def expected_mig(cluster, cluster_expected):
-    """``expected_mig(node, config=None)``: the node's expected allocatable from the cluster's own
-    mig-parted config (the one source of MIG counts for the checks), with the catalog's beside it."""
-    from gpuconform.cluster import miglayout
-    policy = cluster_expected.gpu_operator.cluster_policy
-    return lambda node, config=None: miglayout.expected_for_node(cluster, policy, cluster.node(node), config)
+    """``expected_mig(node, config=None)``: what the node should advertise under ``config`` (the
+    one source of allocatable for the checks: gpuconform/cluster/gpunode.py)."""
+    from gpuconform.cluster import gpunode
+    from gpuconform.plugin.cluster_fixtures import declared
+    platform = declared(cluster_expected)
+    return lambda node, config=None: gpunode.expected(cluster, platform, cluster.node(node), config)
 
 
 # -- workload runs, shared by the checks that state one rule each about them ---------------------
@@ -86,7 +122,8 @@ def vectoradd_on_gpu(workloads: Workloads, cluster, _pod_runs: Once, evidence) -
     from gpuconform.cluster.workloads import render
     offered = nodes.whole_gpus_offered(cluster.gpu_nodes())
     if not offered:
-        pytest.skip("no GPU worker offers a whole nvidia.com/gpu (every GPU is MIG-partitioned)")
+        pytest.skip("no GPU worker offers nvidia.com/gpu (every GPU is MIG-partitioned under the mixed strategy, "
+                    "or its replicas are renamed)")
     run = _pod_runs.get("gpu", lambda: workloads.run(render(
         "cuda-vectoradd.yaml", "cuda-vectoradd-gpu", workloads.ns, workloads.images,
         limits={"nvidia.com/gpu": 1})))

@@ -1,11 +1,25 @@
-"""The GPU Operator as the article deploys it: its namespace, a ready ClusterPolicy carrying
-the article's values, every operand available on every GPU worker, the validations done."""
+"""The GPU Operator where the platform runs it: its namespace, a ready ClusterPolicy carrying
+the profile's values, every operand it deploys available on its GPU workers, the validations
+done. A platform whose GPUs come from NVIDIA's device plugin alone (cluster.gpu_stack) has none
+of these: each check then says so."""
+import pytest
+
 from gpuconform.checks import check
-from gpuconform.cluster import operator
+from gpuconform.cluster import gpunode, nodes, operator
 from gpuconform.cluster.operator import MISSING
+from gpuconform.plugin.cluster_fixtures import declared
+
+
+def _operator_stack(cluster, cluster_expected) -> None:
+    """Skip where the platform runs no GPU Operator (the profile's cluster.gpu_stack, or auto
+    and no ClusterPolicy CRD)."""
+    stack, why = gpunode.stack(cluster, declared(cluster_expected))
+    if stack != "gpu-operator":
+        pytest.skip(why)
 
 
 def _policy(cluster, cluster_expected) -> dict | None:
+    _operator_stack(cluster, cluster_expected)
     return cluster.cluster_policy(cluster_expected.gpu_operator.cluster_policy)
 
 
@@ -14,6 +28,7 @@ def _policy(cluster, cluster_expected) -> dict | None:
            "profile's values), or correct cluster.gpu_operator.namespace")
 def test_operator_namespace(cluster, cluster_expected):
     """The namespace cluster.gpu_operator.namespace exists and is Active."""
+    _operator_stack(cluster, cluster_expected)
     ns = cluster.operator_namespace_object()
     want = cluster_expected.gpu_operator.namespace
     assert ns is not None, f"namespace {want} not found"
@@ -24,6 +39,7 @@ def test_operator_namespace(cluster, cluster_expected):
        fix="install the GPU Operator Helm chart (it creates the ClusterPolicy CRD and cluster-policy)")
 def test_clusterpolicy_present(cluster, cluster_expected):
     """The ClusterPolicy named cluster.gpu_operator.cluster_policy exists."""
+    _operator_stack(cluster, cluster_expected)
     policies = cluster.cluster_policies()
     want = cluster_expected.gpu_operator.cluster_policy
     assert policies is not None, "the ClusterPolicy CRD (clusterpolicies.nvidia.com) is not installed"
@@ -79,12 +95,13 @@ def test_validator_driver_env(cluster, cluster_expected, validator_env):
        fix="helm upgrade ... with daemonsets.tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]",
        needs=["cluster.operator.clusterpolicy_present"])
 def test_operand_toleration(cluster, cluster_expected, toleration):
-    """ClusterPolicy spec.daemonsets.tolerations holds the profile's toleration."""
+    """ClusterPolicy spec.daemonsets.tolerations tolerate the taint(s) the profile's toleration
+    stands for, by the scheduler's rules (no effect: every effect; Exists without key: every taint)."""
     have = operator.spec_value(_policy(cluster, cluster_expected)["spec"], "daemonsets.tolerations")
     have = [] if have is MISSING else have
-    want = toleration.model_dump(exclude_none=True)
-    assert any(all(t.get(k) == v for k, v in want.items()) for t in have), (
-        f"spec.daemonsets.tolerations lacks {toleration}; has {have or 'none'}")
+    untolerated = [f"{t['key']}:{t['effect']}" for t in toleration.taints() if not nodes.tolerates(have, t)]
+    assert not untolerated, (f"spec.daemonsets.tolerations do not tolerate taint {', '.join(untolerated)} "
+                             f"({toleration}); has {have or 'none'}")
 
 
 @check("cluster.operator.operand", "Operand DaemonSet is available on every GPU worker",
@@ -92,17 +109,22 @@ def test_operand_toleration(cluster, cluster_expected, toleration):
            "label or tainted without toleration gets no pod; a crash-looping pod: read its log",
        needs=["cluster.operator.namespace"])
 def test_operand_available(cluster, cluster_expected, operand):
-    """The DaemonSet runs one available pod on every GPU worker (none unscheduled, none unavailable)."""
+    """The DaemonSet runs one available pod on every GPU worker the operator deploys it on (the
+    MIG manager: MIG-capable ones), none unscheduled, none unavailable."""
+    spec = (_policy(cluster, cluster_expected) or {}).get("spec") or {}
     ds = cluster.daemonset(operand)
-    assert ds is not None, f"DaemonSet {operand} not found in {cluster_expected.gpu_operator.namespace}"
-    problems = operator.operand_unscheduled(ds, cluster.gpu_nodes())
+    off = operator.operand_switched_off(spec, operand)
+    assert ds is not None, f"DaemonSet {operand} not found in {cluster_expected.gpu_operator.namespace}" + (
+        f": {off}; set it true, or leave {operand} out of cluster.gpu_operator.operands" if off else "")
+    targets = operator.operand_nodes(operand, cluster.gpu_nodes())
+    problems = operator.operand_unscheduled(ds, targets)
     if operator.operand_short(ds):
         pods = cluster.pods_of(operator.label_selector(ds["spec"]["selector"]["matchLabels"]))
-        problems += [p for p in operator.operand_pods_not_available(pods, cluster.gpu_node_names())
+        problems += [p for p in operator.operand_pods_not_available(pods, [nodes.name(n) for n in targets])
                      if not any(p.split(":")[0] == u.split(":")[0] for u in problems)]
     st = ds.get("status") or {}
     assert not problems, (f"{operand}: {st.get('numberAvailable', 0)} of {st.get('desiredNumberScheduled', 0)} "
-                          f"available on {len(cluster.gpu_node_names())} GPU workers; " + "; ".join(problems))
+                          f"available on {len(targets)} GPU workers; " + "; ".join(problems))
 
 
 @check("cluster.operator.validation", "GPU Operator validations completed on every GPU worker",
@@ -114,6 +136,7 @@ def test_validations_completed(cluster, cluster_expected, evidence):
     """On every GPU worker the nvidia-operator-validator pod is Ready (all validation init containers
     done), and the nvidia-cuda-validator / nvidia-device-plugin-validator pod Succeeded where that
     validation runs with a workload (WITH_WORKLOAD of the validator's DaemonSet and ClusterPolicy)."""
+    _operator_stack(cluster, cluster_expected)
     ds = cluster.daemonset(operator.VALIDATOR_DAEMONSET)
     assert ds is not None, (f"DaemonSet {operator.VALIDATOR_DAEMONSET} not found in "
                             f"{cluster_expected.gpu_operator.namespace}: the operator has not deployed its validator")
