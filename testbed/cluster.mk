@@ -2,9 +2,9 @@
 # Included by the top Makefile, which defines VENV, PY, PYTEST and STATE.
 CLUSTER_STATE ?= $(STATE)/cluster
 
-.PHONY: cluster-bins gpu-operator-bins testbed-up testbed-down testbed-status
+.PHONY: cluster-bins gpu-operator-bins device-plugin-chart testbed-up testbed-down testbed-status
 
-TEST_DEPS += cluster-bins gpu-operator-bins
+TEST_DEPS += cluster-bins gpu-operator-bins device-plugin-chart
 
 # Build kube-apiserver/controller-manager/scheduler, etcd and kwok from the Go module proxy,
 # or reuse them from ${GPUCONFORM_CACHE:-~/.cache/gpuconform}/bin/<versions>/.
@@ -15,6 +15,11 @@ cluster-bins:
 # operator module's chart and assets are kept beside them.
 gpu-operator-bins:
 	@bash testbed/gpuoperator/build.sh
+
+# NVIDIA's nvidia-device-plugin Helm chart (device plugin + GFD without the GPU Operator) from the
+# pinned k8s-device-plugin module (testbed/deviceplugin), for the platform matrix's device-plugin site.
+device-plugin-chart:
+	@bash testbed/deviceplugin/build.sh
 
 testbed-up: venv cluster-bins gpu-operator-bins
 	$(PY) -m testbed.cluster up --state $(CLUSTER_STATE)

@@ -110,7 +110,8 @@ class Expected:
     """GFD's labels and the device plugin's allocatable a node should show, and why."""
     labels: dict[str, str]
     allocatable: dict[str, int]
-    source: str
+    source: str                     #: what the allocatable was computed from, for the message
+    why: str                        #: where the strategy and sharing were read, for the evidence
     mig: miglayout.NodeMig | None   #: the mig-parted evaluation, where the MIG manager runs
     problem: str | None = None      #: a layout the node's device plugin cannot serve
 
@@ -141,12 +142,18 @@ def expected(facts: ClusterFacts, declared: Declared, node: dict, config: str | 
             problem = (f"{mig} gives MIG devices {mig.devices}: under mig.strategy single every GPU must carry MIG "
                        f"devices of one profile, else GFD labels the node {product} and the device plugin offers "
                        f"none (k8s-device-plugin internal/lm/mig-strategy.go)")
-        return Expected(labels, mig.resources, f"{mig} ({how.why})", mig, problem)
+        return Expected(labels, mig.resources, _shared(str(mig), how), how.why, mig, problem)
     labels.update({nodes.LABEL_PRODUCT: how.shared_product(declared.product), nodes.LABEL_COUNT: str(declared.count)})
     mig_counts = sharing.gfd_mig_counts(nodes.labels(node)) if how.strategy == "mixed" else {}
     if mig_counts:
         # MIG set up without the operator's MIG manager: GFD's per-profile counts are all the
         # cluster says of the layout; the plugin must advertise what GFD counted
-        return Expected(labels, how.advertised(mig_counts), f"GFD's nvidia.com/mig-*.count labels ({how.why})", None)
+        return Expected(labels, how.advertised(mig_counts), _shared("GFD's nvidia.com/mig-*.count labels", how),
+                        how.why, None)
     return Expected(labels, how.advertised({RESOURCE_GPU: declared.count} if declared.count else {}),
-                    f"{declared.count} whole GPU(s) of the profile ({how.why})", None)
+                    _shared(f"{declared.count} x {declared.product} (profile)", how), how.why, None)
+
+
+def _shared(source: str, how: sharing.NodeSharing) -> str:
+    replicas = how.replicas()
+    return source if replicas == 1 else f"{source}, {replicas} {how.replication[RESOURCE_GPU].how} replicas each"

@@ -1,13 +1,14 @@
 """Expected MIG counts come from the cluster's own mig-parted config (the ConfigMap the
-ClusterPolicy names), evaluated for the node's GPU; the MIG catalog is a cross-check. Proven on
-NVIDIA's real default-mig-parted-config and on site-specific configs, through the real
-ClusterFacts reading ConfigMaps from a stand-in API (no cluster)."""
+ClusterPolicy names), evaluated for the node's GPU and advertised under its MIG strategy; the MIG
+catalog is a cross-check. Proven on NVIDIA's real default-mig-parted-config and on
+site-specific configs, through the real ClusterFacts reading ConfigMaps from a stand-in API (no
+cluster)."""
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from gpuconform.cluster import miglayout
+from gpuconform.cluster import gpunode
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.cluster.facts import ClusterFacts
 from gpuconform.mig import GPU_MODELS, layout_resources, mixed_strategy_resources
@@ -45,8 +46,12 @@ def _facts(configmaps: dict[str, str], policy_spec: dict) -> ClusterFacts:
                         operator_namespace=NS, connect_timeout=1)
 
 
-def _expect(facts: ClusterFacts, node: dict, config: str | None = None) -> miglayout.NodeMig:
-    return miglayout.expected_for_node(facts, "cluster-policy", node, config)
+def _expect(facts: ClusterFacts, node: dict, config: str | None = None) -> gpunode.Expected:
+    """What the node should show, the profile's product and count read from its own labels."""
+    labels = node["metadata"]["labels"]
+    declared = gpunode.Declared("gpu-operator", "cluster-policy", labels["nvidia.com/gpu.product"],
+                                int(labels["nvidia.com/gpu.count"]), "auto", None)
+    return gpunode.expected(facts, declared, node, config)
 
 
 @pytest.fixture(scope="module")
@@ -82,15 +87,15 @@ def test_article_nodes_expected_from_the_default_config(default_config_text, art
     """No spec.migManager.config.name (the chart renders null): default-mig-parted-config."""
     facts = _facts({"default-mig-parted-config": default_config_text}, article_spec)
     balanced = _expect(facts, _node("all-balanced"))
-    assert balanced.resources == {"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8,
-                                  "nvidia.com/mig-3g.40gb": 8} == balanced.catalog
-    assert balanced.catalog_disagreement() is None
-    assert str(balanced) == ("mig-parted config all-balanced (ConfigMap gpu-operator/default-mig-parted-config) "
-                             "for H100-80GB (0x233010DE) x 8")
-    assert _expect(facts, _node("all-1g.10gb")).resources == {"nvidia.com/mig-1g.10gb": 56}
-    assert _expect(facts, _node(None)).resources == {"nvidia.com/gpu": 8}  # migManager.config.default
-    assert _expect(facts, _node("all-1g.10gb"), "all-disabled").resources == {"nvidia.com/gpu": 8}
-    assert _expect(facts, _node("all-balanced", count="4")).resources["nvidia.com/mig-1g.10gb"] == 8
+    assert balanced.allocatable == {"nvidia.com/mig-1g.10gb": 16, "nvidia.com/mig-2g.20gb": 8,
+                                    "nvidia.com/mig-3g.40gb": 8} == balanced.mig.catalog
+    assert balanced.mig.catalog_disagreement() is None
+    assert str(balanced.mig) == ("mig-parted config all-balanced (ConfigMap gpu-operator/default-mig-parted-config) "
+                                 "for H100-80GB (0x233010DE) x 8")
+    assert _expect(facts, _node("all-1g.10gb")).allocatable == {"nvidia.com/mig-1g.10gb": 56}
+    assert _expect(facts, _node(None)).allocatable == {"nvidia.com/gpu": 8}  # migManager.config.default
+    assert _expect(facts, _node("all-1g.10gb"), "all-disabled").allocatable == {"nvidia.com/gpu": 8}
+    assert _expect(facts, _node("all-balanced", count="4")).allocatable["nvidia.com/mig-1g.10gb"] == 8
 
 
 def test_allocatable_judged_by_the_config(default_config_text, article_spec):
@@ -131,8 +136,8 @@ def site_facts(article_spec) -> ClusterFacts:
 
 def test_custom_layout_judged_by_its_own_counts(site_facts):
     want = _expect(site_facts, _node("half-sliced"))
-    assert want.resources == {"nvidia.com/gpu": 4, "nvidia.com/mig-1g.10gb": 28}
-    assert want.catalog is None and want.catalog_disagreement() is None
+    assert want.allocatable == {"nvidia.com/gpu": 4, "nvidia.com/mig-1g.10gb": 28}
+    assert want.mig.catalog is None and want.mig.catalog_disagreement() is None
     assert want.allocatable_problem({"nvidia.com/gpu": 4, "nvidia.com/mig-1g.10gb": 28}) is None
     assert want.allocatable_problem({"nvidia.com/mig-1g.10gb": 56}) == (
         "allocatable differs from mig-parted config half-sliced (ConfigMap gpu-operator/site-mig-config) for "
@@ -141,9 +146,9 @@ def test_custom_layout_judged_by_its_own_counts(site_facts):
 
 def test_redefined_all_balanced_disagrees_with_the_catalog(site_facts):
     want = _expect(site_facts, _node("all-balanced"))
-    assert want.resources == {"nvidia.com/mig-1g.10gb": 24, "nvidia.com/mig-2g.20gb": 16}
-    assert want.allocatable_problem(want.resources) is None  # the node is judged by the site's config
-    assert want.catalog_disagreement() == (
+    assert want.allocatable == {"nvidia.com/mig-1g.10gb": 24, "nvidia.com/mig-2g.20gb": 16}
+    assert want.allocatable_problem(want.allocatable) is None  # the node is judged by the site's config
+    assert want.mig.catalog_disagreement() == (
         "mig-parted config all-balanced (ConfigMap gpu-operator/site-mig-config) for H100-80GB (0x233010DE) x 8 "
         "gives {'nvidia.com/mig-1g.10gb': 24, 'nvidia.com/mig-2g.20gb': 16}, the MIG catalog "
         "{'nvidia.com/mig-1g.10gb': 16, 'nvidia.com/mig-2g.20gb': 8, 'nvidia.com/mig-3g.40gb': 8}: "
@@ -171,10 +176,28 @@ def test_config_that_cannot_tell_is_an_error(article_spec, configmaps, config, m
     assert str(err.value) == message
 
 
-def test_other_mig_strategy_cannot_be_judged(default_config_text, article_spec):
+def test_single_strategy_advertises_mig_devices_as_gpus(default_config_text, article_spec):
+    """k8s-device-plugin internal/lm/mig-strategy.go: one profile per node, as nvidia.com/gpu;
+    two profiles (all-balanced) are a layout single cannot serve."""
     facts = _facts({"default-mig-parted-config": default_config_text}, {**article_spec, "mig": {"strategy": "single"}})
-    with pytest.raises(ClusterError, match="spec.mig.strategy is 'single': only the mixed strategy"):
-        _expect(facts, _node("all-balanced"))
+    uniform = _expect(facts, _node("all-1g.10gb"))
+    assert uniform.allocatable == {"nvidia.com/gpu": 56} and uniform.problem is None
+    assert uniform.labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"
+    assert uniform.labels["nvidia.com/gpu.count"] == "56"
+    assert uniform.mig.catalog_disagreement() is None  # the config's MIG devices, whatever the strategy
+    assert _expect(facts, _node("all-disabled")).labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+    mixed_layout = _expect(facts, _node("all-balanced"))
+    assert mixed_layout.allocatable == {} and "under mig.strategy single every GPU must carry" in mixed_layout.problem
+
+
+def test_unknown_model_is_read_from_the_unfiltered_entries(default_config_text, article_spec):
+    """A product the catalog does not know: its PCI id is unknown, so only entries without
+    device-filter apply (all-disabled); a filtered config cannot be told, and is no crash."""
+    facts = _facts({"default-mig-parted-config": default_config_text}, article_spec)
+    disabled = _expect(facts, _node("all-disabled", product="NVIDIA-H100-NVL-X"))
+    assert disabled.allocatable == {"nvidia.com/gpu": 8} and disabled.mig.catalog is None
+    with pytest.raises(ClusterError, match="is not in the MIG catalog, so its PCI id is unknown"):
+        _expect(facts, _node("all-1g.10gb", product="NVIDIA-H100-NVL-X"))
 
 
 def test_config_map_without_the_key(article_spec):

@@ -87,7 +87,7 @@ def test_allocatable_matches_config(cluster, cluster_expected, gpu_node, evidenc
     want = gpunode.expected(cluster, declared(cluster_expected), cluster.node(gpu_node))
     got = nodes.gpu_allocatable(cluster.node(gpu_node))
     evidence.add("allocatable (nvidia.com/*)", "\n".join(f"{k}: {v}" for k, v in got.items()) or "(none)")
-    evidence.add("expected", f"{want.source}: {want.allocatable or 'nothing'}")
+    evidence.add("expected", f"{want.source}: {want.allocatable or 'nothing'}\n(read from: {want.why})")
     assert want.problem is None, want.problem
     problem = want.allocatable_problem(got)
     assert problem is None, problem
