@@ -583,5 +583,5 @@ def seal(page: str, own_scripts: tuple[str, ...]) -> str:
     policy = ("default-src 'none'; script-src " + (" ".join(allowed) or "'none'") + "; style-src 'unsafe-inline'; "
               "img-src data:; media-src data:; font-src data:; base-uri 'none'; form-action 'none'")
     meta = f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
-    head = page.index("<head>") + len("<head>")
+    head = re.search(r"<head[^>]*>", page).end()
     return page[:head] + meta + page[head:]

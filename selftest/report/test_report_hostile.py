@@ -8,6 +8,7 @@ import base64
 import hashlib
 import os
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -143,9 +144,12 @@ def test_long_profile_name_keeps_json_and_html(roots, tmp_path):
 
 def test_refused_junit_path_keeps_json_and_html(roots, tmp_path):
     host = render(roots, "gpu-junit")
-    r = run(tmp_path / "reports", "-m", "node", "-k", "reachable", *hosts_arg([host]), "--junitxml=/proc/x.xml")
+    r = run(tmp_path / "reports", "-m", "node", "-k", "reachable", *hosts_arg([host]), "--junitxml=/proc/x.xml",
+            env={"TMPDIR": str(tmp_path)})
     out = r.output()
     assert r.proc.returncode == 0 and r.doc is not None and r.html is not None, out
     assert "Traceback" not in out and "INTERNALERROR" not in out
     lines = [line for line in out.splitlines() if "/proc/x.xml" in line]
     assert len(lines) == 1 and "could not write" in lines[0], lines
+    moved = Path(lines[0].rsplit("it is ", 1)[1])  # JUnit itself is kept, where the line says
+    assert moved.is_relative_to(tmp_path) and ET.parse(moved).getroot().find("testsuite").get("tests") == "1"
