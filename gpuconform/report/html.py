@@ -1,6 +1,7 @@
 """HTML fragments the plugin hands to pytest-html's hooks: verdict, what must be fixed, drift since
-the baseline, summary by layer, fingerprint, node × check matrix, MIG pictures, waivers, sign-off
-block, result-row cells and result details.
+the baseline, summary by layer, fingerprint, node × check matrix, MIG pictures, waivers,
+environment, sign-off block, result-row cells (the test id's included), result details and logs;
+and the page's Content-Security-Policy, added once pytest-html has written it (``seal``).
 
 The page grows with failures, not with hosts × checks: a clean pass of a host or node check is a
 bare letter in the matrix, not a row of the results table; its rule and evidence are one click
