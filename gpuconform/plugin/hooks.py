@@ -95,15 +95,19 @@ def _junit_reachable(config: pytest.Config) -> str | None:
                 f"it is {xml.logfile}")
 
 
-class SealedHtml:
-    """After pytest-html wrote the page: the Content-Security-Policy that lets only the page's own
+class ReportFiles:
+    """Around the writing of the reports (JSON: :class:`Hooks`, HTML: pytest-html, JUnit: pytest's
+    junitxml): before, a JUnit path that refuses the file is replaced, so that its failure cannot
+    stop the others; after, the page gets the Content-Security-Policy that lets only its own
     scripts run (report/html.py ``seal``)."""
 
     def __init__(self, config: pytest.Config):
         self.config = config
+        self.junit_note: str | None = None
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session):
+        self.junit_note = _junit_reachable(self.config)
         result = yield
         for plugin in _html_reports(self.config):
             path = Path(plugin._report_path)
@@ -113,6 +117,10 @@ class SealedHtml:
                 tmp.write_text(page, encoding="utf-8")
                 tmp.replace(path)
         return result
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.junit_note:
+            terminalreporter.write_line(self.junit_note, red=True)
 
 
 def _pytest_html_script() -> str:
@@ -358,14 +366,11 @@ class Hooks:
         postfix.extend(post)
 
     # -- reports ------------------------------------------------------------------------------
-    @pytest.hookimpl(tryfirst=True)  # before junitxml and pytest-html write theirs
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Draws the verdict and sets the exit code from it: 0 only when ACCEPTED, 1 when REJECTED
         (failures, errors, an expired waiver, nothing ran); pytest's own codes for an interrupted
         run (2), an internal error (3) and bad input (4) stay. Writes the JSON before pytest-html
-        (trylast) renders the page, so the page carries its sha256; moves a JUnit file whose path
-        refuses it before junitxml writes it."""
-        self.junit_note = _junit_reachable(self.config)
+        (trylast) renders the page, so the page carries its sha256."""
         if self.run is None:
             return
         self.run.interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED
@@ -391,8 +396,7 @@ class Hooks:
             v = self.run.doc["verdict"]
             why = f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""
             terminalreporter.write_line(f"gpuconform: {v['word']}{why}")
-            for note in (getattr(self, "fallback_note", None), getattr(self, "junit_note", None)):
-                if note:
-                    terminalreporter.write_line(note, red=True)
+            if getattr(self, "fallback_note", None):
+                terminalreporter.write_line(self.fallback_note, red=True)
             if self.json_path is not None:
                 terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")
