@@ -3,6 +3,7 @@ and the reports (JSON here, HTML through pytest-html's hooks, JUnit through user
 The logic lives in gpuconform/report/; this file wires it to pytest."""
 from __future__ import annotations
 
+import hashlib
 import re
 import signal
 import threading
@@ -21,6 +22,7 @@ from gpuconform.report import drift as drift_mod
 from gpuconform.report import html as report_html
 from gpuconform.report import junit
 from gpuconform.report import record as rec
+from gpuconform.report import terminal
 from gpuconform.report import waivers as waivers_mod
 from gpuconform.report.fingerprint import cluster_summary, host_summary
 from gpuconform.report.model import LAYERS
@@ -46,16 +48,85 @@ def _interrupt(signum, frame):
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
-def _move_html_report(config: pytest.Config, path: Path) -> None:
-    """pytest-html fixes its output path when it is configured; a report folder that refuses the
-    files at the end moves it (pytest-html has no public way to)."""
+def _html_reports(config: pytest.Config) -> list:
+    """pytest-html's report writers (none with -p no:html)."""
     try:
         from pytest_html.basereport import BaseReport
     except ImportError:
-        return
-    for plugin in config.pluginmanager.get_plugins():
-        if isinstance(plugin, BaseReport) and hasattr(plugin, "_report_path"):
-            plugin._report_path = path
+        return []
+    return [p for p in config.pluginmanager.get_plugins() if isinstance(p, BaseReport) and hasattr(p, "_report_path")]
+
+
+def _move_html_report(config: pytest.Config, path: Path) -> None:
+    """pytest-html fixes its output path when it is configured; a report folder that refuses the
+    files at the end moves it (pytest-html has no public way to)."""
+    for plugin in _html_reports(config):
+        plugin._report_path = path
+
+
+#: A report's file name at most this many bytes before its suffix: a long profile name is cut and
+#: keeps a hash of itself (a name over 255 bytes is refused by the file system, fallback included).
+NAME_BYTES = 120
+
+
+def _file_name(name: str) -> str:
+    if len(name.encode()) <= NAME_BYTES:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    return name.encode()[:NAME_BYTES - 13].decode(errors="ignore") + "-" + digest
+
+
+def _junit_reachable(config: pytest.Config) -> str | None:
+    """Before junitxml writes: a JUnit path that refuses the file (``--junitxml=/proc/x.xml``, a
+    folder, a full disk) would stop the run's other reports with a traceback; the file goes to a
+    folder of its own instead, and the line returned says where."""
+    from _pytest.junitxml import xml_key
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return None
+    wanted = Path(xml.logfile)
+    try:
+        wanted.parent.mkdir(parents=True, exist_ok=True)
+        with wanted.open("a", encoding="utf-8"):
+            return None
+    except OSError as exc:
+        xml.logfile = str(inputs.fallback_dir() / "junit.xml")
+        return (f"gpuconform: could not write the JUnit report {wanted} ({exc.strerror or exc}); "
+                f"it is {xml.logfile}")
+
+
+class ReportFiles:
+    """Around the writing of the reports (JSON: :class:`Hooks`, HTML: pytest-html, JUnit: pytest's
+    junitxml): before, a JUnit path that refuses the file is replaced, so that its failure cannot
+    stop the others; after, the page gets the Content-Security-Policy that lets only its own
+    scripts run (report/html.py ``seal``)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.junit_note: str | None = None
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session):
+        self.junit_note = _junit_reachable(self.config)
+        result = yield
+        for plugin in _html_reports(self.config):
+            path = Path(plugin._report_path)
+            if path.is_file():
+                page = report_html.seal(path.read_text(encoding="utf-8"), (_pytest_html_script(),))
+                tmp = path.with_name(f".{path.name}.sealing")
+                tmp.write_text(page, encoding="utf-8")
+                tmp.replace(path)
+        return result
+
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.junit_note:
+            terminalreporter.write_line(self.junit_note, red=True)
+
+
+def _pytest_html_script() -> str:
+    """pytest-html's own page script (its app.js), the other script the page may run."""
+    from importlib.resources import files
+    return files("pytest_html").joinpath("resources", "app.js").read_text(encoding="utf-8")
 
 
 class OneLineReports:
@@ -131,7 +202,7 @@ class Hooks:
         if opt.gpuconform_report_name is not None:
             name = inputs.report_name(opt.gpuconform_report_name)
         else:  # the profile's name is free text: keep it a file name
-            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", self.profile.name).lstrip(".") + f"-{stamp}"
+            name = _file_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", self.profile.name).lstrip(".")) + f"-{stamp}"
         folder = inputs.report_dir(Path(opt.gpuconform_report_dir or Path(self.suite, "reports")))
         self._place_reports(folder, name)
 
@@ -167,7 +238,10 @@ class Hooks:
         return [f"gpuconform {__version__}: profile {self.profile.name} ({self.profile.path}, "
                 f"sha256 {self.profile.sha256[:12]})"]
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.config.pluginmanager.get_plugin("terminalreporter") is not None:
+            terminal.guard(self.config.get_terminal_writer())
         # SIGTERM ends the run as Ctrl-C does: probes ended, cleanup run, report of what finished written
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _interrupt)
@@ -250,6 +324,9 @@ class Hooks:
     @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_report_title(self, report) -> None:
         report.title = f"gpuconform — {self.profile.name} conformance report"
+        # the one hook holding pytest-html's data: its environment table puts values into the page
+        # as markup, so the suite renders the environment itself (summary_fragments)
+        report.set_data("environment", {})
 
     @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_results_table_header(self, cells: list[str]) -> None:
@@ -264,16 +341,26 @@ class Hooks:
             self._unlisted.discard(report.nodeid)
             cells.clear()  # else pytest-html keeps an empty entry for the result it left out
             return
-        report_html.row_cells(record, cells)
+        report_html.row_cells(record, cells, report.nodeid + ("" if report.when == "call" else f"::{report.when}"))
+
+    @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
+    def pytest_html_results_table_html(self, report, data: list[str]) -> None:
+        data[:] = report_html.log_lines(report.longreprtext, [] if report.outcome == "rerun" else list(report.sections))
 
     @pytest.hookimpl(optionalhook=True)  # pytest-html may be off (-p no:html)
     def pytest_html_results_summary(self, prefix: list, summary: list, postfix: list, session) -> None:
+        try:
+            from pytest_metadata.plugin import metadata_key
+            environment = self.config.stash.get(metadata_key, {})
+        except ImportError:
+            environment = {}
         if self.run is None or self.run.doc is None:
+            postfix.append(report_html.environment_block(environment))
             return
         opt = self.config.option
         pre, mid, post = report_html.summary_fragments(self.run.doc, self.json_path.name, self.run.json_sha256,
                                                        opt.gpuconform_signoff_approver or "",
-                                                       opt.gpuconform_signoff_role or "")
+                                                       opt.gpuconform_signoff_role or "", environment)
         prefix.extend(pre)
         summary.extend(mid)
         postfix.extend(post)

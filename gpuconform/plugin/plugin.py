@@ -111,3 +111,4 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(k8s_node_fixtures, "gpuconform-k8s-node-fixtures")
     config.pluginmanager.register(hooks.Hooks(config, suite), "gpuconform-hooks")
     config.pluginmanager.register(hooks.OneLineReports(), "gpuconform-one-line-reports")
+    config.pluginmanager.register(hooks.ReportFiles(config), "gpuconform-report-files")

@@ -99,7 +99,7 @@ def gpu_node_summary(node: dict) -> dict:
     if product and config and config != "all-disabled":
         devices = _try(lambda: catalog.mig_devices_per_gpu(product, config))
     return {"name": nodes.name(node), "gpu_product": product,
-            "gpu_count": int(count) if count and count.isdigit() else None,
+            "gpu_count": int(count) if count and count.isascii() and count.isdigit() else None,
             "mig_config": config, "mig_state": labels.get(nodes.LABEL_MIG_STATE), "mig_devices": devices}
 
 

@@ -1,6 +1,7 @@
 """HTML fragments the plugin hands to pytest-html's hooks: verdict, what must be fixed, drift since
-the baseline, summary by layer, fingerprint, node × check matrix, MIG pictures, waivers, sign-off
-block, result-row cells and result details.
+the baseline, summary by layer, fingerprint, node × check matrix, MIG pictures, waivers,
+environment, sign-off block, result-row cells (the test id's included), result details and logs;
+and the page's Content-Security-Policy, added once pytest-html has written it (``seal``).
 
 The page grows with failures, not with hosts × checks: a clean pass of a host or node check is a
 bare letter in the matrix, not a row of the results table; its rule and evidence are one click
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -21,6 +23,7 @@ from html import escape
 
 from gpuconform.report import mig_svg
 from gpuconform.report.model import LAYERS, VERDICTS
+from gpuconform.report.terminal import terminal_text
 
 LETTER = {"pass": "P", "retried": "R", "fail": "F", "error": "E", "skip": "S", "blocked": "B", "waived": "W"}
 LABEL = {"pass": "pass", "retried": "pass after retries", "fail": "fail", "error": "error (could not check)",
@@ -44,7 +47,9 @@ def badge(r: dict) -> str:
 
 
 def _natural(s: str) -> list:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s or "")]
+    """A sort key in which runs of ASCII digits compare as numbers (gpu-2 before gpu-10); any other
+    character, a superscript digit included, compares as text."""
+    return [int(t) if i % 2 else t for i, t in enumerate(re.split(r"([0-9]+)", s or ""))]
 
 
 def host_labels(hosts: list[str]) -> dict[str, str]:
@@ -400,6 +405,19 @@ def remediation_block(doc: dict) -> str:
             f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>')
 
 
+def environment_block(metadata: dict) -> str:
+    """pytest-metadata's environment (CI variables, --metadata), rendered here: pytest-html puts
+    its values into the page as markup, and a branch name may be ``feature/<img/src/onerror=…>``.
+    Moved below the results table when the page loads (PAGE_SCRIPT)."""
+    def value(v) -> str:
+        if isinstance(v, dict):
+            return "<ul>" + "".join(f"<li>{escape(str(k))}: {escape(str(x))}</li>" for k, x in v.items()) + "</ul>"
+        return escape(str(v))
+    rows = "".join(f'<tr><td>{escape(str(k))}</td><td>{value(v)}</td></tr>' for k, v in metadata.items())
+    return (f'<div class="gc-section" id="gc-environment"><h2>Environment</h2>'
+            f'<table class="gc-table">{rows}</table></div>')
+
+
 def signoff_block(doc: dict, json_name: str, json_sha256: str, approver: str = "", role: str = "") -> str:
     """The block a platform owner signs; moved below the results table when the page loads (PAGE_SCRIPT)."""
     def line(value: str) -> str:
@@ -416,7 +434,7 @@ def signoff_block(doc: dict, json_name: str, json_sha256: str, approver: str = "
             f'<tr><td>Signature</td><td>{line("")}</td></tr></table></div>')
 
 
-#: The page's own script: moves pytest-html's environment table and the sign-off block below the
+#: The page's own script: moves the environment table and the sign-off block below the
 #: results table, counts the passes the table leaves out, and opens the pass panel on a click.
 PAGE_SCRIPT = """<script>(function () {
 var passes = null;
@@ -452,7 +470,7 @@ document.addEventListener('click', function (e) {
 });
 document.addEventListener('DOMContentLoaded', function () {
   var t = document.getElementById('results-table'), after = t;
-  ['environment-header', 'environment', 'gc-signoff'].forEach(function (id) {
+  ['gc-environment', 'gc-signoff'].forEach(function (id) {
     var el = document.getElementById(id);
     if (t && el) { after.parentNode.insertBefore(el, after.nextSibling); after = el; }
   });
@@ -469,7 +487,7 @@ document.addEventListener('DOMContentLoaded', function () {
 
 
 def summary_fragments(doc: dict, json_name: str, json_sha256: str, approver: str = "",
-                      role: str = "") -> tuple[list[str], list[str], list[str]]:
+                      role: str = "", environment: dict | None = None) -> tuple[list[str], list[str], list[str]]:
     """(prefix, summary, postfix) HTML for pytest_html_results_summary: first what must be fixed
     and what changed, then the counts and the fingerprint; the matrices and the rest after
     pytest-html's own counts."""
@@ -481,6 +499,7 @@ def summary_fragments(doc: dict, json_name: str, json_sha256: str, approver: str
                f'and evidence) and are in full in <span class="gc-mono">{escape(json_name)}</span>.</p>'] if hidden else []
     postfix = [p for p in (matrix(doc, "node"), matrix(doc, "cluster"), mig_block(doc), waivers_block(doc),
                                 remediation_block(doc), pass_data(doc)) if p]
+    postfix.append(environment_block(environment or {}))
     postfix.append(signoff_block(doc, json_name, json_sha256, approver, role))
     postfix.append(PAGE_SCRIPT)
     return prefix, summary, postfix
@@ -498,13 +517,15 @@ def header_cells(cells: list[str]) -> None:
     cells[1:1] = HEADER_CELLS
 
 
-def row_cells(record: dict | None, cells: list[str]) -> None:
+def row_cells(record: dict | None, cells: list[str], test_id: str) -> None:
     """Our cells in the row; no cells (pytest-html then leaves the row out) for a result the
-    results table does not list (see ``listed``)."""
+    results table does not list (see ``listed``). The test id cell is ours too: pytest-html puts
+    the id (hosts, profile items) into the page as markup."""
     if record is not None and not listed(record):
         cells.clear()
         return
-    cells[:] = [c for c in cells if 'class="col-links"' not in c]
+    cells[:] = [f'<td class="col-testId">{escape(test_id)}</td>' if 'class="col-testId"' in c else c
+                for c in cells if 'class="col-links"' not in c]
     if record is None:
         cells[1:1] = ['<td class="col-check"></td>', '<td class="col-host"></td>', '<td class="col-verdict"></td>']
         return
@@ -535,3 +556,33 @@ def detail(r: dict) -> str:
         items.append(("Remediation", f"<pre>{escape(r['remediation'])}</pre>"))
     body = "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in items if v)
     return f'<dl class="gc-detail" data-anchor="{r["anchor"]}">{body}</dl>'
+
+
+def log_lines(longrepr: str, sections: list[tuple[str, str]]) -> list[str]:
+    """The log shown under a result row (the failure text and captured output), escaped here
+    whatever pytest-html does with it, and without terminal control sequences."""
+    log = [escape(terminal_text(longrepr)) + "\n"] if longrepr else []
+    log += [f"{' ' + escape(terminal_text(h)) + ' ':-^80}\n{escape(terminal_text(c))}" for h, c in sections]
+    return log or ["No log output captured."]
+
+
+# -- the page as written -------------------------------------------------------------------------
+_SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
+
+
+def _sha256_source(script: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode()).digest()).decode() + "'"
+
+
+def seal(page: str, own_scripts: tuple[str, ...]) -> str:
+    """The page with a Content-Security-Policy that lets only its own inline scripts run (by their
+    sha256): pytest-html's (``own_scripts``, its app.js) and PAGE_SCRIPT. Anything else in the
+    page — an event handler attribute, a ``<script>`` that reached it — is refused by the browser,
+    a second wall behind the escaping. Styles, images and media may be inline (data: URLs)."""
+    own = {PAGE_SCRIPT[len("<script>"):-len("</script>")].strip(), *(s.strip() for s in own_scripts)}
+    allowed = sorted({_sha256_source(body) for body in _SCRIPT.findall(page) if body.strip() in own})
+    policy = ("default-src 'none'; script-src " + (" ".join(allowed) or "'none'") + "; style-src 'unsafe-inline'; "
+              "img-src data:; media-src data:; font-src data:; base-uri 'none'; form-action 'none'")
+    meta = f'<meta http-equiv="Content-Security-Policy" content="{policy}">'
+    head = re.search(r"<head[^>]*>", page).end()
+    return page[:head] + meta + page[head:]

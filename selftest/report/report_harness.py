@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import pytest
 from runner import REPO, run_suite  # selftest/runner.py
 
 __all__ = ["REPO", "SECRETS", "SHOWCASE", "Run", "run", "hosts_arg", "dump_dom", "screenshot",
-           "plant_secrets", "mixed_mig_scenario", "page_passes"]
+           "plant_secrets", "mixed_mig_scenario", "page_passes", "with_probe"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: Planted in the "leaky" host; none may reach the HTML, JSON or JUnit output.
@@ -86,6 +87,16 @@ def page_passes(page: str) -> dict:
     """The pass block of a page (check rows, hosts, rules, evidence texts), unpacked; {} if none."""
     found = re.search(r'<script type="application/octet-stream" id="gc-passes"[^>]*>([^<]*)</script>', page)
     return json.loads(gzip.decompress(base64.b64decode(found.group(1)))) if found else {}
+
+
+def with_probe(page: str, script: str) -> str:
+    """The page with a test's ``<script>`` at the end of its body, allowed by the page's
+    Content-Security-Policy (its sha256 added to script-src): the page refuses any other."""
+    body = script[len("<script>"):-len("</script>")]
+    digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+    assert "script-src 'sha256-" in page
+    page = page.replace("script-src ", f"script-src 'sha256-{digest}' ", 1)
+    return page.replace("</body>", script + "</body>")
 
 
 def run(folder: Path, *args: str, timeout: float = 240, env: dict | None = None) -> Run:

@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from report_harness import REPO, SECRETS, dump_dom, hosts_arg, page_passes, run, screenshot
+from report_harness import REPO, SECRETS, dump_dom, hosts_arg, page_passes, run, screenshot, with_probe
 
 WAIVERS = """\
 waivers:
@@ -226,7 +226,7 @@ def test_a_pass_shows_its_rule_and_evidence_on_a_click(showcase, tmp_path):
     """A clean pass has no row in the results table: a click on its P opens the pass panel with
     the rule and the evidence the JSON has for it."""
     page = tmp_path / "click.html"
-    page.write_text(showcase.html.read_text().replace("</body>", PASS_CLICK + "</body>"))
+    page.write_text(with_probe(showcase.html.read_text(), PASS_CLICK))
     dom = dump_dom(page)
     panel = json.loads(html_mod.unescape(re.search(r'data-panel="([^"]+)"', dom).group(1)))
     rec = next(x for x in showcase.doc["results"] if x["verdict"] == "pass" and x["host"] == panel["host"]
@@ -237,10 +237,10 @@ def test_a_pass_shows_its_rule_and_evidence_on_a_click(showcase, tmp_path):
 
 def test_first_screen_says_what_must_be_fixed(showcase):
     """Before the matrix: the failed and could-not-check results grouped by check (hosts linked,
-    one-line finding, fix); pytest-html's environment table is moved below the results."""
+    one-line finding, fix); the environment table is moved below the results."""
     doc, dom = showcase.doc, showcase.dom
     order = [dom.index(x) for x in ('id="gc-verdict"', 'id="gc-fix"', 'id="gc-layers"', 'id="gc-matrix"',
-                                    'id="results-table"', 'id="environment"', 'id="gc-signoff"')]
+                                    'id="results-table"', 'id="gc-environment"', 'id="gc-signoff"')]
     assert order == sorted(order)
     fix = dom[dom.index('id="gc-fix"'):dom.index('id="gc-layers"')]
     rows = re.findall(r'<tr data-check="([^"]+)" data-verdict="(\w+)" data-hosts="(\d+)">(.*?)</tr>', fix, re.S)

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from report_harness import dump_dom, hosts_arg, run, screenshot
+from report_harness import dump_dom, hosts_arg, run, screenshot, with_probe
 
 #: Appended to a copy of the page: scrolls the matrix and records where its headers are then.
 STICKY_PROBE = """<script>window.addEventListener('load', function () {
@@ -81,7 +81,7 @@ def test_hundred_hosts_stay_readable(hundred, tmp_path):
 def test_matrix_headers_stick_when_it_scrolls(hundred, tmp_path):
     """In the browser: scrolled down and right, the host row and the check column stay in view."""
     page = tmp_path / "probe.html"
-    page.write_text(hundred.html.read_text().replace("</body>", STICKY_PROBE + "</body>"))
+    page.write_text(with_probe(hundred.html.read_text(), STICKY_PROBE))
     dom = dump_dom(page)
     at = json.loads(html.unescape(re.search(r'data-sticky="([^"]+)"', dom).group(1)))
     assert at["scrollTop"] > 0 and at["scrollLeft"] > 0, at  # the matrix did scroll both ways
