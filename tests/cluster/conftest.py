@@ -21,6 +21,7 @@ NO_API = "<API server unreachable>"
 NOT_SELECTED = "<not selected>"
 NO_GPU_NODE = "<no GPU worker>"
 NO_MIG = "<no MIG resource offered>"
+NO_OPERATOR = "<no GPU Operator>"
 
 
 def _selected(metafunc: pytest.Metafunc) -> bool:
@@ -57,12 +58,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     exp = metafunc.config.stash[PROFILE].profile.cluster  # no connection unless a cluster check is selected
     op = exp.gpu_operator
     selected = _selected(metafunc)
+    # the profile says the platform has no GPU Operator: its checks get one item, skipped saying so
+    no_operator = (lambda items: [NO_OPERATOR]) if exp.gpu_stack == "device-plugin" else (lambda items: items)
     table = {
-        "spec_path": lambda: list(op.spec),
-        "validator_env": lambda: list(op.validator_driver_env),
-        "toleration": lambda: list(op.tolerations),
-        "operand": lambda: list(op.operands) if op.operands is not None else (
-            _cluster_items(metafunc.config, "operand") if selected else [NOT_SELECTED]),
+        "spec_path": lambda: no_operator(list(op.spec)),
+        "validator_env": lambda: no_operator(list(op.validator_driver_env)),
+        "toleration": lambda: no_operator(list(op.tolerations)),
+        "operand": lambda: no_operator(list(op.operands) if op.operands is not None else (
+            _cluster_items(metafunc.config, "operand") if selected else [NOT_SELECTED])),
         "excluded_namespace": lambda: list(exp.kyverno.excluded_namespaces),
         "gpu_node": lambda: _cluster_items(metafunc.config, "gpu_node") if selected else [NOT_SELECTED],
         "mig_resource": lambda: _cluster_items(metafunc.config, "mig_resource") if selected else [NOT_SELECTED],
@@ -90,12 +93,16 @@ def _why_no_mig(cluster, cluster_expected) -> str:
     from gpuconform.cluster import gpunode
     from gpuconform.plugin.cluster_fixtures import declared
     gpu_nodes = cluster.gpu_nodes()
-    how = gpunode.node_sharing(cluster, declared(cluster_expected), gpu_nodes[0]) if gpu_nodes else None
-    if how is not None and how.strategy == "single":
-        return (f"no GPU worker offers nvidia.com/mig-* resources: {how.why.split(';')[0]}: the single strategy "
-                f"offers MIG devices as nvidia.com/gpu (run by cluster.workload.vectoradd_gpu)")
-    return ("no GPU worker offers nvidia.com/mig-* resources: no MIG device on the cluster "
-            + (f"({how.why.split(';')[0]})" if how else "(no GPU worker)"))
+    if not gpu_nodes:
+        return "no GPU worker offers nvidia.com/mig-* resources: there is no GPU worker (cluster.nodes.gpu_workers)"
+    how = gpunode.node_sharing(cluster, declared(cluster_expected), gpu_nodes[0])
+    read = how.why.split("; ")[0]
+    if how.strategy == "single":
+        return (f"no GPU worker offers nvidia.com/mig-* resources: MIG strategy single ({read}) offers MIG "
+                f"devices as nvidia.com/gpu, judged by cluster.workload.vectoradd_gpu")
+    if how.strategy == "none":
+        return f"no GPU worker offers nvidia.com/mig-* resources: MIG strategy none ({read})"
+    return "no GPU worker offers nvidia.com/mig-* resources: no GPU worker's MIG config creates MIG devices"
 
 
 @pytest.fixture(scope="session")

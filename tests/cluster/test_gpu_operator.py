@@ -70,7 +70,8 @@ def test_clusterpolicy_ready(cluster, cluster_expected, evidence):
 def test_clusterpolicy_spec_value(cluster, cluster_expected, spec_path, evidence):
     """The operator's effective spec.<path> (the value set, else the operator's default for an
     unset one) equals cluster.gpu_operator.spec[<path>]."""
-    want, spec = cluster_expected.gpu_operator.spec[spec_path], _policy(cluster, cluster_expected)["spec"]
+    spec = _policy(cluster, cluster_expected)["spec"]
+    want = cluster_expected.gpu_operator.spec[spec_path]
     literal, effective = operator.effective_spec_value(spec, spec_path)
     evidence.add(f"spec.{spec_path}", f"ClusterPolicy: {operator.describe_spec_value(literal, effective)}\n"
                                       f"operator acts on: {effective!r}\nprofile: {want!r}")
@@ -84,8 +85,8 @@ def test_clusterpolicy_spec_value(cluster, cluster_expected, spec_path, evidence
        needs=["cluster.operator.clusterpolicy_present"])
 def test_validator_driver_env(cluster, cluster_expected, validator_env):
     """ClusterPolicy spec.validator.driver.env sets the variable to the profile's value."""
-    want = cluster_expected.gpu_operator.validator_driver_env[validator_env]
     env = operator.spec_value(_policy(cluster, cluster_expected)["spec"], "validator.driver.env")
+    want = cluster_expected.gpu_operator.validator_driver_env[validator_env]
     got = operator.env_value(env if env is not MISSING else [], validator_env)
     assert got == want, (f"spec.validator.driver.env {validator_env} is "
                          f"{'unset' if got is MISSING else repr(got)}, expected {want!r}")
