@@ -13,7 +13,8 @@ elsewhere: the article's own arithmetic was wrong (one H100 80GB gives at most 7
   posted when adding each GPU to mig-parted / the GPU Operator (cited per model), as far as those
   captures could be read; A30: the MIG user guide's A30-24GB table. Per-GPU instance counts and
   PCI ids of every MIG model also agree with the GPU Operator's default-mig-parted-config.
-* Models without MIG (L40S, L4, A10): real GPU Feature Discovery label dumps (cited per model).
+* Models without MIG (L40S, L4, A10, A10G): real GPU Feature Discovery label dumps (cited per
+  model); all-disabled is their only config.
 * A number no source read here gives is ``None``, never a guess: ``memory_gib``/``multiprocessors``
   /``profile_id`` of some rows, ``memory_mib`` or PCI ids of some models, and the placements of
   A30 and B200 (``placements == ()``; :func:`placement_fits` then judges by instance limits and
@@ -325,15 +326,15 @@ B200 = GpuModel(
 # A30 24GB (0x20B7): GA100 cut to 4 compute / 4 memory slices. Profiles and instance counts from
 # the MIG user guide's "A30 MIG Profiles" table (1g.6gb x4, 1g.6gb+me x1, 2g.12gb x2,
 # 2g.12gb+me x1, 4g.24gb x1), which agrees with the default-mig-parted-config ("# A30-24GB"); no
-# -lgip/-lgipp capture was read, so ids, GiB, SMs and placements are None. Product and memory of
-# a real A30 were not found in a source read: the product is GFD's rule on "NVIDIA A30".
+# -lgip/-lgipp capture was read, so ids, GiB, SMs and placements are None. Product and memory: a
+# real node's GFD labels in a GPU Operator walkthrough (gpu.product=NVIDIA-A30, gpu.memory=24576).
 A30 = GpuModel(
     key="A30-24GB",
     smi_name="NVIDIA A30",
     product="NVIDIA-A30",
     product_aliases=(),
     device_ids=("0x20B710DE",),
-    memory_mib=None,
+    memory_mib=24576,
     family="ampere",
     profiles=_profiles([
         ("1g.6gb", None, 4, None, None),
@@ -362,32 +363,44 @@ L40S = GpuModel(
 )
 
 # L4: a real node's GFD labels (gpu.product=NVIDIA-L4, gpu.memory=23034, gpu.family=ada-lovelace,
-# compute 8.9, mig.capable=false). PCI id not found in a source read.
+# compute 8.9, mig.capable=false). PCI id: NVIDIA's MLPerf inference submission system list
+# (closed/NVIDIA/code/common/systems/custom_list.py: "NVIDIA L4", pci_id "0x27B810DE", sm 89).
 L4 = GpuModel(
     key="L4",
     smi_name="NVIDIA L4",
     product="NVIDIA-L4",
     product_aliases=(),
-    device_ids=(),
+    device_ids=("0x27B810DE",),
     memory_mib=23034,
     family="ada-lovelace",
 )
 
-# A10: not MIG-capable (absent from the MIG user guide's supported-GPUs table). Product is GFD's
-# rule on "NVIDIA A10"; family "ampere" (getArchFamily: compute 8.x below 8.9). Memory and PCI
-# id not found in a source read.
+# A10 and A10G: not MIG-capable (absent from the MIG user guide's supported-GPUs table). Product,
+# memory, family: real nodes' GFD labels (gpu.product=NVIDIA-A10 / NVIDIA-A10G, gpu.memory=23028,
+# gpu.family=ampere). PCI ids: NVIDIA's MLPerf inference system list (custom_list.py above:
+# A10 "0x223610DE", A10G "0x223710DE", sm 86).
 A10 = GpuModel(
     key="A10",
     smi_name="NVIDIA A10",
     product="NVIDIA-A10",
     product_aliases=(),
-    device_ids=(),
-    memory_mib=None,
+    device_ids=("0x223610DE",),
+    memory_mib=23028,
+    family="ampere",
+)
+
+A10G = GpuModel(
+    key="A10G",
+    smi_name="NVIDIA A10G",
+    product="NVIDIA-A10G",
+    product_aliases=(),
+    device_ids=("0x223710DE",),
+    memory_mib=23028,
     family="ampere",
 )
 
 _ALL_MODELS = (H100_80GB, H200_141GB, A100_40GB, A100_80GB, H100_NVL, GH200_144GB, B200, A30,
-               L40S, L4, A10)
+               L40S, L4, A10, A10G)
 #: Every model the catalog knows, by key.
 KNOWN_GPU_MODELS: dict[str, GpuModel] = {m.key: m for m in _ALL_MODELS}
 #: The MIG-capable models (the MIG catalog proper), by key.
