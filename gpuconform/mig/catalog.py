@@ -15,10 +15,12 @@ elsewhere: the article's own arithmetic was wrong (one H100 80GB gives at most 7
   PCI ids of every MIG model also agree with the GPU Operator's default-mig-parted-config.
 * Models without MIG (L40S, L4, A10, A10G): real GPU Feature Discovery label dumps (cited per
   model); all-disabled is their only config.
+* Names and PCI ids: the "compatible GPUs" table of NVIDIA/open-gpu-kernel-modules README.md
+  (ids 233B, 2348, 2901 from a copy of that table at driver 610.43.03).
 * A number no source read here gives is ``None``, never a guess: ``memory_gib``/``multiprocessors``
-  /``profile_id`` of some rows, ``memory_mib`` or PCI ids of some models, and the placements of
-  A30 and B200 (``placements == ()``; :func:`placement_fits` then judges by instance limits and
-  compute slices only).
+  /``profile_id`` of some rows, and the start positions of A30 and B200 profiles
+  (``placements == ()``; :func:`placement_fits` then judges by instance limits and compute and
+  memory slices only).
 * Named configs: the GPU Operator's static ``default-mig-parted-config`` (v25.10.0), where
   ``all-<profile>`` fills every GPU with the per-GPU maximum of one profile (``+me`` profiles
   give ``all-<g>g.<m>gb.me``) and ``all-balanced`` is a per-model mix.
@@ -110,6 +112,8 @@ class GpuModel:
     balanced: Mapping[str, int] = dataclasses.field(default_factory=dict)  #: ``all-balanced``, per GPU
     #: compute slices of the whole GPU: the ``<g>`` of its full-GPU profile (7, or 4 on A30)
     compute_slices: int = 7
+    #: memory slices of the whole GPU (the MIG user guide's "Fraction of Memory" denominators)
+    memory_slices: int = MEMORY_SLICES
 
     @property
     def mig_capable(self) -> bool:
@@ -146,13 +150,17 @@ Row = tuple[str, Optional[int], int, Optional[float], Optional[int]]
 
 def _profiles(rows: Iterable[Row],
               placements: Optional[Mapping[int, tuple[tuple[int, ...], int]]] = GA100_GH100_PLACEMENTS,
-              ) -> tuple[MigProfile, ...]:
+              sizes: Optional[Mapping[str, int]] = None) -> tuple[MigProfile, ...]:
     """Build profiles from (name, id, instances, GiB, SMs) rows. ``placements`` maps the profile
-    id to its ``-lgipp`` (starts, size): :data:`GA100_GH100_PLACEMENTS` for GA100/GH100 GPUs, None for
-    a chip whose placements no source read here publishes (the profiles then carry none)."""
+    id to its ``-lgipp`` (starts, size): :data:`GA100_GH100_PLACEMENTS` for GA100/GH100 GPUs. For
+    a chip whose start positions no source read here publishes, ``placements`` is None and
+    ``sizes`` gives each profile's memory slices from the MIG user guide's fractions."""
     out = []
     for name, pid, inst, gib, sms in rows:
-        starts, size = (placements[pid] if placements is not None else ((), None))
+        if placements is not None:
+            starts, size = placements[pid]
+        else:
+            starts, size = (), (sizes or {}).get(name)
         out.append(MigProfile(name, pid, inst, gib, sms, starts, size))
     return tuple(out)
 
@@ -177,8 +185,8 @@ H100_80GB = GpuModel(
     balanced={"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
 )
 
-# H200 SXM (0x2335, product NVIDIA-H200) and H200 NVL (0x233B, product NVIDIA-H200-NVL) share one
-# entry: the default-mig-parted-config lists both ids in one all-balanced group ("H200 141GB, H200
+# H200 SXM (0x2335 "NVIDIA H200", product NVIDIA-H200) and H200 NVL (0x233B "NVIDIA H200 NVL" in
+# the driver's compatible-GPU table, product NVIDIA-H200-NVL) share one entry: the default-mig-parted-config lists both ids in one all-balanced group ("H200 141GB, H200
 # NVL"), every all-<profile> there applies to both, and the MIG user guide's supported-GPUs table
 # gives both as GH100, 141GB, 7 instances. The -lgip rows and memory_mib are the SXM's real capture;
 # no H200 NVL -lgip capture was read, so its per-profile GiB may differ (the profiles do not).
@@ -248,12 +256,13 @@ A100_80GB = GpuModel(
 # config"); 3g.47gb's 46.38 GiB from mig-parted PR #101 (same capture); the 3g/4g/7g ids and SMs
 # are GH100's (as on the H100 80GB and H200 captures); their GiB were not in a readable source.
 # Product, memory: a real node's GFD labels (nvidia.com/gpu.product=NVIDIA-H100-NVL,
-# gpu.memory=95830, gpu.family=hopper). Device id 0x2321: mig-parted PR #101 ("H100 NVL 94GB").
+# gpu.memory=95830, gpu.family=hopper). Device ids: the driver's compatible-GPU table (2321
+# "NVIDIA H100 NVL", 233A "NVIDIA H800 NVL"; the H800 NVL's product is GFD's rule on its name).
 H100_NVL = GpuModel(
     key="H100-NVL-94GB",
     smi_name="NVIDIA H100 NVL",
     product="NVIDIA-H100-NVL",
-    product_aliases=(),
+    product_aliases=("NVIDIA-H800-NVL",),
     device_ids=("0x232110DE", "0x233A10DE"),
     memory_mib=95830,
     family="hopper",
@@ -272,18 +281,19 @@ H100_NVL = GpuModel(
 # GH200 144G HBM3e (0x2348): GH100. Rows 1g.18gb..2g.36gb from the -lgip capture in
 # NVIDIA/mig-parted PR #139 / gpu-operator PR #1057 ("Add GH200 144G HBM3e (x234810DE)"); the
 # 3g/4g/7g ids and SMs are GH100's; their GiB were not in a readable source. The profile names
-# and counts match the default-mig-parted-config ("# GH200 144G HBM3e" sections). The product
-# label and memory of this GPU were not found in a source read: the product is GFD's rule
-# (nvidia-smi name, spaces to '-') applied to the name mig-parted's comments use, memory None.
-# The GH200 96GB is left out: the config groups its id with H100-96GB, PG506 and H20
-# (0x2342, 0x233D, 0x20B6, 0x2329) and no source read says which id is which.
+# and counts match the default-mig-parted-config ("# GH200 144G HBM3e" sections). Name: the
+# driver's compatible-GPU table (2348 "NVIDIA GH200 144G HBM3e") and real hosts' nvidia-smi, which
+# also gives the memory ("NVIDIA GH200 144G HBM3e, ..., 146831 MiB, 9.0"); the product label is
+# GFD's rule on that name (no GFD dump of this GPU was read). The GH200 120GB / 480GB (0x2342, the
+# 96GB GPU) is left out: no -lgip capture of it was read, and the config names its profiles only
+# in groups shared with the H100 NVL, H100-96GB and H20.
 GH200_144GB = GpuModel(
     key="GH200-144GB",
     smi_name="NVIDIA GH200 144G HBM3e",
     product="NVIDIA-GH200-144G-HBM3e",
     product_aliases=(),
     device_ids=("0x234810DE",),
-    memory_mib=None,
+    memory_mib=146831,
     family="hopper",
     profiles=_profiles([
         ("1g.18gb", 19, 7, 17.50, 16),
@@ -297,19 +307,21 @@ GH200_144GB = GpuModel(
     balanced={"1g.18gb": 2, "2g.36gb": 1, "3g.72gb": 1},
 )
 
-# B200 (0x2901): GB100, compute 10.0 (GFD family "blackwell"). Rows 1g.23gb..2g.45gb from the -lgip
-# capture in NVIDIA/gpu-operator PR #1242 / mig-parted PR #166 ("add MIG configs for the B200 GPU -
-# 2901"; later drivers print 20.50 GiB for 1g.23gb: PR #1351); the 3g/4g/7g rows' counts and names
-# from the default-mig-parted-config (4g.90gb: PR #1351), their ids, GiB, SMs not in a readable
-# source. No -lgipp capture of B200 was read: placements unpublished here. Product NVIDIA-B200 as
-# real sites' nodeSelectors write it; memory not found in a source read.
+# B200 (0x2901 "NVIDIA B200" in the driver's compatible-GPU table; 0x2909, also a B200 there, is
+# not in the default-mig-parted-config): GB100, compute 10.0 (GFD family "blackwell"). Rows
+# 1g.23gb..2g.45gb from the -lgip capture in NVIDIA/gpu-operator PR #1242 / mig-parted PR #166
+# ("add MIG configs for the B200 GPU - 2901"; later drivers print 20.50 GiB for 1g.23gb: PR
+# #1351). All seven profiles, their instance counts and memory fractions (1/8, 1/8, 2/8, 2/8, 4/8,
+# 4/8, full: the memory slices below) from the MIG user guide's "B200 MIG Profiles" table; the
+# 3g/4g/7g ids, GiB, SMs and every start position (-lgipp) were not in a readable source. Memory:
+# nvidia-smi on real B200 hosts ("NVIDIA B200, 183359 MiB", compute 10.0).
 B200 = GpuModel(
     key="B200-180GB",
     smi_name="NVIDIA B200",
     product="NVIDIA-B200",
     product_aliases=(),
     device_ids=("0x290110DE",),
-    memory_mib=None,
+    memory_mib=183359,
     family="blackwell",
     profiles=_profiles([
         ("1g.23gb", 19, 7, 22.00, 18),
@@ -319,14 +331,16 @@ B200 = GpuModel(
         ("3g.90gb", None, 2, None, None),
         ("4g.90gb", None, 1, None, None),
         ("7g.180gb", None, 1, None, None),
-    ], placements=None),
+    ], placements=None, sizes={"1g.23gb": 1, "1g.23gb+me": 1, "1g.45gb": 2, "2g.45gb": 2,
+                               "3g.90gb": 4, "4g.90gb": 4, "7g.180gb": 8}),
     balanced={"1g.23gb": 2, "2g.45gb": 1, "3g.90gb": 1},
 )
 
-# A30 24GB (0x20B7): GA100 cut to 4 compute / 4 memory slices. Profiles and instance counts from
-# the MIG user guide's "A30 MIG Profiles" table (1g.6gb x4, 1g.6gb+me x1, 2g.12gb x2,
-# 2g.12gb+me x1, 4g.24gb x1), which agrees with the default-mig-parted-config ("# A30-24GB"); no
-# -lgip/-lgipp capture was read, so ids, GiB, SMs and placements are None. Product and memory: a
+# A30 24GB (0x20B7 "NVIDIA A30" in the driver's compatible-GPU table): GA100 with 4 compute / 4
+# memory slices. Profiles, instance counts and memory fractions from the MIG user guide's "A30 MIG
+# Profiles" table (1g.6gb x4, 1g.6gb+me x1 at 1/4; 2g.12gb x2, 2g.12gb+me x1 at 2/4; 4g.24gb x1,
+# full), which agrees with the default-mig-parted-config ("# A30-24GB"); no -lgip/-lgipp capture
+# was read, so ids, GiB, SMs and start positions are None. Product and memory: a
 # real node's GFD labels in a GPU Operator walkthrough (gpu.product=NVIDIA-A30, gpu.memory=24576).
 A30 = GpuModel(
     key="A30-24GB",
@@ -342,15 +356,16 @@ A30 = GpuModel(
         ("2g.12gb", None, 2, None, None),
         ("2g.12gb+me", None, 1, None, None),
         ("4g.24gb", None, 1, None, None),
-    ], placements=None),
+    ], placements=None, sizes={"1g.6gb": 1, "1g.6gb+me": 1, "2g.12gb": 2, "2g.12gb+me": 2, "4g.24gb": 4}),
     balanced={"1g.6gb": 2, "2g.12gb": 1},
     compute_slices=4,
+    memory_slices=4,
 )
 
 # -- GPUs without MIG: no profiles, only all-disabled. --------------------------------------------
 # L40S: product, memory, mig.capable=false from a real node's GFD labels (NVIDIA-L40S,
-# gpu.memory=46068); PCI id 0x26B9 as NVIDIA/k8s-test-infra's nvml-mock L40S profile asserts from
-# its capture cross-check; family: k8s-device-plugin internal/lm/resource.go getArchFamily gives
+# gpu.memory=46068); PCI id: the driver's compatible-GPU table (26B9 "NVIDIA L40S"); family:
+# k8s-device-plugin internal/lm/resource.go getArchFamily gives
 # "ada-lovelace" for compute 8.9 (v0.18.0), as the L4 node below shows.
 L40S = GpuModel(
     key="L40S",
@@ -363,8 +378,7 @@ L40S = GpuModel(
 )
 
 # L4: a real node's GFD labels (gpu.product=NVIDIA-L4, gpu.memory=23034, gpu.family=ada-lovelace,
-# compute 8.9, mig.capable=false). PCI id: NVIDIA's MLPerf inference submission system list
-# (closed/NVIDIA/code/common/systems/custom_list.py: "NVIDIA L4", pci_id "0x27B810DE", sm 89).
+# compute 8.9, mig.capable=false). PCI id: the driver's compatible-GPU table (27B8 "NVIDIA L4").
 L4 = GpuModel(
     key="L4",
     smi_name="NVIDIA L4",
@@ -377,8 +391,8 @@ L4 = GpuModel(
 
 # A10 and A10G: not MIG-capable (absent from the MIG user guide's supported-GPUs table). Product,
 # memory, family: real nodes' GFD labels (gpu.product=NVIDIA-A10 / NVIDIA-A10G, gpu.memory=23028,
-# gpu.family=ampere). PCI ids: NVIDIA's MLPerf inference system list (custom_list.py above:
-# A10 "0x223610DE", A10G "0x223710DE", sm 86).
+# gpu.family=ampere). PCI ids: the driver's compatible-GPU table (2236 "NVIDIA A10", 2237
+# "NVIDIA A10G").
 A10 = GpuModel(
     key="A10",
     smi_name="NVIDIA A10",
@@ -452,7 +466,7 @@ def placement_fits(model: ModelRef, devices: Mapping[str, int]) -> bool:
     """Whether one GPU can hold ``devices`` (profile -> count) at once, honouring each
     profile's instance limit and the allowed placements on the memory slices. Where a profile's
     placements are unpublished (A30, B200 here) only a necessary condition is judged: instance
-    limits and the compute slices of the whole GPU."""
+    limits and the compute and memory slices of the whole GPU."""
     m = gpu_model(model)
     wanted: list[MigProfile] = []
     for name, count in devices.items():
@@ -461,7 +475,10 @@ def placement_fits(model: ModelRef, devices: Mapping[str, int]) -> bool:
             return False
         wanted.extend([p] * count)
     if any(not p.placements for p in wanted):
-        return sum(p.compute_slices for p in wanted) <= m.compute_slices
+        if sum(p.compute_slices for p in wanted) > m.compute_slices:
+            return False
+        sizes = [p.placement_size for p in wanted]
+        return None in sizes or sum(sizes) <= m.memory_slices
     wanted.sort(key=lambda p: -p.placement_size)
 
     def place(i: int, used: frozenset[int]) -> bool:

@@ -163,6 +163,7 @@ def test_gpus_without_mig_have_only_all_disabled(model):
 
 @pytest.mark.parametrize("product, key", [
     ("NVIDIA-H100-NVL", "H100-NVL-94GB"),
+    ("NVIDIA-H800-NVL", "H100-NVL-94GB"),
     ("NVIDIA-H200", "H200-141GB"),
     ("NVIDIA-H200-NVL", "H200-141GB"),
     ("NVIDIA-GH200-144G-HBM3e", "GH200-144GB"),
@@ -200,7 +201,8 @@ def test_gh100_rows_as_captured():
 
 
 def test_a30_has_four_compute_slices():
-    """A30's 4g.24gb is the whole GPU: no two 2g plus a 1g, no 4g beside anything."""
+    """A30's 4g.24gb is the whole GPU (4 compute, 4 memory slices): no two 2g plus a 1g, no 4g
+    beside anything."""
     assert placement_fits("A30-24GB", {"2g.12gb": 2})
     assert placement_fits("A30-24GB", {"2g.12gb": 1, "1g.6gb": 2})
     assert not placement_fits("A30-24GB", {"2g.12gb": 2, "1g.6gb": 1})
@@ -208,6 +210,10 @@ def test_a30_has_four_compute_slices():
 
 
 def test_b200_without_published_placements_judged_by_slices():
+    """No -lgipp of B200 was read: compute slices (of 7) and memory slices (of 8, the MIG user
+    guide's fractions) are judged, start positions are not."""
     assert placement_fits("B200-180GB", {"4g.90gb": 1, "3g.90gb": 1})
-    assert not placement_fits("B200-180GB", {"4g.90gb": 1, "3g.90gb": 1, "1g.23gb": 1})
+    assert placement_fits("B200-180GB", {"1g.45gb": 4})
+    assert not placement_fits("B200-180GB", {"4g.90gb": 1, "3g.90gb": 1, "1g.23gb": 1})  # 8 compute slices
+    assert not placement_fits("B200-180GB", {"1g.45gb": 3, "3g.90gb": 1})  # 10 memory slices
     assert not placement_fits("B200-180GB", {"1g.23gb": 8})
