@@ -3,6 +3,8 @@ and the resources the device plugin advertises for them (``catalog``); NVIDIA mi
 config file read as mig-parted reads it (``parted``)."""
 from gpuconform.mig.catalog import (
     GPU_MODELS,
+    KNOWN_GPU_MODELS,
+    NON_MIG_GPU_MODELS,
     RESOURCE_GPU,
     RESOURCE_MIG_PREFIX,
     GpuModel,
@@ -21,7 +23,7 @@ from gpuconform.mig.catalog import (
 )
 
 __all__ = [
-    "GPU_MODELS", "RESOURCE_GPU", "RESOURCE_MIG_PREFIX", "GpuModel", "MigConfig", "MigProfile",
+    "GPU_MODELS", "KNOWN_GPU_MODELS", "NON_MIG_GPU_MODELS", "RESOURCE_GPU", "RESOURCE_MIG_PREFIX", "GpuModel", "MigConfig", "MigProfile",
     "UnknownGpuModel", "UnknownMigConfig", "gpu_model", "layout_resources", "mig_config", "mig_count_labels",
     "mig_devices_per_gpu", "mig_resource_name", "mixed_strategy_resources", "placement_fits",
 ]

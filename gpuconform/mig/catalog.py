@@ -9,6 +9,18 @@ elsewhere: the article's own arithmetic was wrong (one H100 80GB gives at most 7
 * H100 80GB HBM3 and H200 141GB: ``nvidia-smi mig -lgip`` / ``-lgipp`` captures (profile id,
   instances, memory GiB, SMs, placements), the H200 one from a real host on driver 580.159.04.
 * A100 40GB / 80GB: the supported-profile tables of NVIDIA's MIG user guide.
+* H100 NVL, GH200 144G HBM3e, B200: the ``nvidia-smi mig -lgip`` captures NVIDIA's engineers
+  posted when adding each GPU to mig-parted / the GPU Operator (cited per model), as far as those
+  captures could be read; A30: the MIG user guide's A30-24GB table. Per-GPU instance counts and
+  PCI ids of every MIG model also agree with the GPU Operator's default-mig-parted-config.
+* Models without MIG (L40S, L4, A10, A10G): real GPU Feature Discovery label dumps (cited per
+  model); all-disabled is their only config.
+* Names and PCI ids: the "compatible GPUs" table of NVIDIA/open-gpu-kernel-modules README.md
+  (ids 233B, 2348, 2901 from a copy of that table at driver 610.43.03).
+* A number no source read here gives is ``None``, never a guess: ``memory_gib``/``multiprocessors``
+  /``profile_id`` of some rows, and the start positions of A30 and B200 profiles
+  (``placements == ()``; :func:`placement_fits` then judges by instance limits and compute and
+  memory slices only).
 * Named configs: the GPU Operator's static ``default-mig-parted-config`` (v25.10.0), where
   ``all-<profile>`` fills every GPU with the per-GPU maximum of one profile (``+me`` profiles
   give ``all-<g>g.<m>gb.me``) and ``all-balanced`` is a per-model mix.
@@ -21,13 +33,25 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from typing import Iterable, Mapping, Union
+from typing import Iterable, Mapping, Optional, Union
 
 RESOURCE_GPU = "nvidia.com/gpu"
 RESOURCE_MIG_PREFIX = "nvidia.com/mig-"
 
-#: Every GA100/GH100 GPU has 8 memory slices; placements below count in those.
+#: Every GA100 (A100) / GH100 GPU has 8 memory slices; their placements below count in those.
 MEMORY_SLICES = 8
+
+#: GA100/GH100 placements (``nvidia-smi mig -lgipp``) by ``-lgip`` profile id: (starts, size).
+#: Captured on H100 80GB and H200 and identical there; the H100 NVL and GH200 carry the same GH100.
+GA100_GH100_PLACEMENTS: Mapping[int, tuple[tuple[int, ...], int]] = {
+    19: ((0, 1, 2, 3, 4, 5, 6), 1),
+    20: ((0, 1, 2, 3, 4, 5, 6), 1),
+    15: ((0, 2, 4, 6), 2),
+    14: ((0, 2, 4), 2),
+    9: ((0, 4), 4),
+    5: ((0,), 4),
+    0: ((0,), 8),
+}
 
 
 class UnknownGpuModel(KeyError):
@@ -43,12 +67,12 @@ class MigProfile:
     """One GPU-instance profile as ``nvidia-smi mig -lgip`` / ``-lgipp`` lists it."""
 
     name: str                  #: e.g. ``1g.10gb`` or ``1g.10gb+me``
-    profile_id: int            #: the ``ID`` column (19, 20, 15, 14, 9, 5, 0)
+    profile_id: Optional[int]  #: the ``ID`` column (19, 20, 15, 14, 9, 5, 0); None: no source read
     max_instances: int         #: ``Instances Total`` per GPU
-    memory_gib: float          #: ``Memory GiB`` column
-    multiprocessors: int       #: ``SM`` column
-    placements: tuple[int, ...]  #: allowed start memory slices (``-lgipp``)
-    placement_size: int        #: memory slices one instance occupies
+    memory_gib: Optional[float]  #: ``Memory GiB`` column (driver-dependent); None: no source read
+    multiprocessors: Optional[int]  #: ``SM`` column; None: no source read
+    placements: tuple[int, ...]  #: allowed start memory slices (``-lgipp``); () when unpublished
+    placement_size: Optional[int]  #: memory slices one instance occupies; None when unpublished
 
     @property
     def compute_slices(self) -> int:
@@ -82,10 +106,19 @@ class GpuModel:
     #: (gpu-operator assets/state-mig-manager/0400_configmap.yaml); how a node's product label
     #: is matched to its mig-parted config entries
     device_ids: tuple[str, ...]
-    memory_mib: int            #: GFD ``nvidia.com/gpu.memory``
-    family: str                #: GFD ``nvidia.com/gpu.family``
-    profiles: tuple[MigProfile, ...]
-    balanced: Mapping[str, int]  #: the model's ``all-balanced`` entry, per GPU
+    memory_mib: Optional[int]  #: GFD ``nvidia.com/gpu.memory``; None: no source read
+    family: str                #: GFD ``nvidia.com/gpu.family`` (k8s-device-plugin getArchFamily)
+    profiles: tuple[MigProfile, ...] = ()  #: empty: the GPU has no MIG
+    balanced: Mapping[str, int] = dataclasses.field(default_factory=dict)  #: ``all-balanced``, per GPU
+    #: compute slices of the whole GPU: the ``<g>`` of its full-GPU profile (7, or 4 on A30)
+    compute_slices: int = 7
+    #: memory slices of the whole GPU (the MIG user guide's "Fraction of Memory" denominators)
+    memory_slices: int = MEMORY_SLICES
+
+    @property
+    def mig_capable(self) -> bool:
+        """Whether the GPU supports MIG: it has GPU-instance profiles (GFD ``mig.capable``)."""
+        return bool(self.profiles)
 
     def profile(self, name: str) -> MigProfile:
         for p in self.profiles:
@@ -95,11 +128,16 @@ class GpuModel:
 
     @property
     def configs(self) -> dict[str, MigConfig]:
-        """All named mig-parted configs that apply to this model, in the ConfigMap's spirit."""
-        out = {
-            "all-disabled": MigConfig("all-disabled", False, {}),
-            "all-enabled": MigConfig("all-enabled", True, {}),
-        }
+        """All named mig-parted configs that apply to this model, in the ConfigMap's spirit.
+
+        A GPU without MIG has only ``all-disabled`` (whole GPUs, ``nvidia.com/gpu``): the
+        ConfigMap's ``all-disabled`` names no device filter, so it covers every GPU, while MIG
+        cannot be enabled on it and the operator deploys no MIG manager where
+        ``nvidia.com/mig.capable`` is not true."""
+        out = {"all-disabled": MigConfig("all-disabled", False, {})}
+        if not self.mig_capable:
+            return out
+        out["all-enabled"] = MigConfig("all-enabled", True, {})
         for p in self.profiles:
             name = "all-" + p.name.replace("+me", ".me")
             out[name] = MigConfig(name, True, {p.name: p.max_instances})
@@ -107,22 +145,24 @@ class GpuModel:
         return out
 
 
-def _profiles(rows: Iterable[tuple[str, int, int, float, int]]) -> tuple[MigProfile, ...]:
-    """Build profiles from (name, id, instances, GiB, SMs); placements follow the profile id,
-    identical on A100, H100 and H200 (``-lgipp``)."""
-    placements = {
-        19: ((0, 1, 2, 3, 4, 5, 6), 1),
-        20: ((0, 1, 2, 3, 4, 5, 6), 1),
-        15: ((0, 2, 4, 6), 2),
-        14: ((0, 2, 4), 2),
-        9: ((0, 4), 4),
-        5: ((0,), 4),
-        0: ((0,), 8),
-    }
-    return tuple(
-        MigProfile(name, pid, inst, gib, sms, placements[pid][0], placements[pid][1])
-        for name, pid, inst, gib, sms in rows
-    )
+Row = tuple[str, Optional[int], int, Optional[float], Optional[int]]
+
+
+def _profiles(rows: Iterable[Row],
+              placements: Optional[Mapping[int, tuple[tuple[int, ...], int]]] = GA100_GH100_PLACEMENTS,
+              sizes: Optional[Mapping[str, int]] = None) -> tuple[MigProfile, ...]:
+    """Build profiles from (name, id, instances, GiB, SMs) rows. ``placements`` maps the profile
+    id to its ``-lgipp`` (starts, size): :data:`GA100_GH100_PLACEMENTS` for GA100/GH100 GPUs. For
+    a chip whose start positions no source read here publishes, ``placements`` is None and
+    ``sizes`` gives each profile's memory slices from the MIG user guide's fractions."""
+    out = []
+    for name, pid, inst, gib, sms in rows:
+        if placements is not None:
+            starts, size = placements[pid]
+        else:
+            starts, size = (), (sizes or {}).get(name)
+        out.append(MigProfile(name, pid, inst, gib, sms, starts, size))
+    return tuple(out)
 
 
 H100_80GB = GpuModel(
@@ -145,6 +185,11 @@ H100_80GB = GpuModel(
     balanced={"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
 )
 
+# H200 SXM (0x2335 "NVIDIA H200", product NVIDIA-H200) and H200 NVL (0x233B "NVIDIA H200 NVL" in
+# the driver's compatible-GPU table, product NVIDIA-H200-NVL) share one entry: the default-mig-parted-config lists both ids in one all-balanced group ("H200 141GB, H200
+# NVL"), every all-<profile> there applies to both, and the MIG user guide's supported-GPUs table
+# gives both as GH100, 141GB, 7 instances. The -lgip rows and memory_mib are the SXM's real capture;
+# no H200 NVL -lgip capture was read, so its per-profile GiB may differ (the profiles do not).
 H200_141GB = GpuModel(
     key="H200-141GB",
     smi_name="NVIDIA H200",
@@ -205,22 +250,194 @@ A100_80GB = GpuModel(
     balanced={"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1},
 )
 
-GPU_MODELS: dict[str, GpuModel] = {m.key: m for m in (H100_80GB, H200_141GB, A100_40GB, A100_80GB)}
+
+# H100 NVL 94GB (0x2321; 0x233A is the H800 NVL of the same group): GH100. Rows 1g.12gb..2g.24gb
+# from the -lgip capture in NVIDIA/gpu-operator PR #900 / #903 ("[H100 NVL] update all-balanced MIG
+# config"); 3g.47gb's 46.38 GiB from mig-parted PR #101 (same capture); the 3g/4g/7g ids and SMs
+# are GH100's (as on the H100 80GB and H200 captures); their GiB were not in a readable source.
+# Product, memory: a real node's GFD labels (nvidia.com/gpu.product=NVIDIA-H100-NVL,
+# gpu.memory=95830, gpu.family=hopper). Device ids: the driver's compatible-GPU table (2321
+# "NVIDIA H100 NVL", 233A "NVIDIA H800 NVL"; the H800 NVL's product is GFD's rule on its name).
+H100_NVL = GpuModel(
+    key="H100-NVL-94GB",
+    smi_name="NVIDIA H100 NVL",
+    product="NVIDIA-H100-NVL",
+    product_aliases=("NVIDIA-H800-NVL",),
+    device_ids=("0x232110DE", "0x233A10DE"),
+    memory_mib=95830,
+    family="hopper",
+    profiles=_profiles([
+        ("1g.12gb", 19, 7, 10.75, 16),
+        ("1g.12gb+me", 20, 1, 10.75, 16),
+        ("1g.24gb", 15, 4, 21.62, 26),
+        ("2g.24gb", 14, 3, 21.62, 32),
+        ("3g.47gb", 9, 2, 46.38, 60),
+        ("4g.47gb", 5, 1, None, 64),
+        ("7g.94gb", 0, 1, None, 132),
+    ]),
+    balanced={"1g.12gb": 2, "2g.24gb": 1, "3g.47gb": 1},
+)
+
+# GH200 144G HBM3e (0x2348): GH100. Rows 1g.18gb..2g.36gb from the -lgip capture in
+# NVIDIA/mig-parted PR #139 / gpu-operator PR #1057 ("Add GH200 144G HBM3e (x234810DE)"); the
+# 3g/4g/7g ids and SMs are GH100's; their GiB were not in a readable source. The profile names
+# and counts match the default-mig-parted-config ("# GH200 144G HBM3e" sections). Name: the
+# driver's compatible-GPU table (2348 "NVIDIA GH200 144G HBM3e") and real hosts' nvidia-smi, which
+# also gives the memory ("NVIDIA GH200 144G HBM3e, ..., 146831 MiB, 9.0"); the product label is
+# GFD's rule on that name (no GFD dump of this GPU was read). The GH200 120GB / 480GB (0x2342, the
+# 96GB GPU) is left out: no -lgip capture of it was read, and the config names its profiles only
+# in groups shared with the H100 NVL, H100-96GB and H20.
+GH200_144GB = GpuModel(
+    key="GH200-144GB",
+    smi_name="NVIDIA GH200 144G HBM3e",
+    product="NVIDIA-GH200-144G-HBM3e",
+    product_aliases=(),
+    device_ids=("0x234810DE",),
+    memory_mib=146831,
+    family="hopper",
+    profiles=_profiles([
+        ("1g.18gb", 19, 7, 17.50, 16),
+        ("1g.18gb+me", 20, 1, 17.50, 16),
+        ("1g.36gb", 15, 4, 35.25, 26),
+        ("2g.36gb", 14, 3, 35.25, 32),
+        ("3g.72gb", 9, 2, None, 60),
+        ("4g.72gb", 5, 1, None, 64),
+        ("7g.144gb", 0, 1, None, 132),
+    ]),
+    balanced={"1g.18gb": 2, "2g.36gb": 1, "3g.72gb": 1},
+)
+
+# B200 (0x2901 "NVIDIA B200" in the driver's compatible-GPU table; 0x2909, also a B200 there, is
+# not in the default-mig-parted-config): GB100, compute 10.0 (GFD family "blackwell"). Rows
+# 1g.23gb..2g.45gb from the -lgip capture in NVIDIA/gpu-operator PR #1242 / mig-parted PR #166
+# ("add MIG configs for the B200 GPU - 2901"; later drivers print 20.50 GiB for 1g.23gb: PR
+# #1351). All seven profiles, their instance counts and memory fractions (1/8, 1/8, 2/8, 2/8, 4/8,
+# 4/8, full: the memory slices below) from the MIG user guide's "B200 MIG Profiles" table; the
+# 3g/4g/7g ids, GiB, SMs and every start position (-lgipp) were not in a readable source. Memory:
+# nvidia-smi on real B200 hosts ("NVIDIA B200, 183359 MiB", compute 10.0).
+B200 = GpuModel(
+    key="B200-180GB",
+    smi_name="NVIDIA B200",
+    product="NVIDIA-B200",
+    product_aliases=(),
+    device_ids=("0x290110DE",),
+    memory_mib=183359,
+    family="blackwell",
+    profiles=_profiles([
+        ("1g.23gb", 19, 7, 22.00, 18),
+        ("1g.23gb+me", 20, 1, 22.00, 18),
+        ("1g.45gb", 15, 4, 44.25, 30),
+        ("2g.45gb", 14, 3, 44.25, 36),
+        ("3g.90gb", None, 2, None, None),
+        ("4g.90gb", None, 1, None, None),
+        ("7g.180gb", None, 1, None, None),
+    ], placements=None, sizes={"1g.23gb": 1, "1g.23gb+me": 1, "1g.45gb": 2, "2g.45gb": 2,
+                               "3g.90gb": 4, "4g.90gb": 4, "7g.180gb": 8}),
+    balanced={"1g.23gb": 2, "2g.45gb": 1, "3g.90gb": 1},
+)
+
+# A30 24GB (0x20B7 "NVIDIA A30" in the driver's compatible-GPU table): GA100 with 4 compute / 4
+# memory slices. Profiles, instance counts and memory fractions from the MIG user guide's "A30 MIG
+# Profiles" table (1g.6gb x4, 1g.6gb+me x1 at 1/4; 2g.12gb x2, 2g.12gb+me x1 at 2/4; 4g.24gb x1,
+# full), which agrees with the default-mig-parted-config ("# A30-24GB"); no -lgip/-lgipp capture
+# was read, so ids, GiB, SMs and start positions are None. Product and memory: a
+# real node's GFD labels in a GPU Operator walkthrough (gpu.product=NVIDIA-A30, gpu.memory=24576).
+A30 = GpuModel(
+    key="A30-24GB",
+    smi_name="NVIDIA A30",
+    product="NVIDIA-A30",
+    product_aliases=(),
+    device_ids=("0x20B710DE",),
+    memory_mib=24576,
+    family="ampere",
+    profiles=_profiles([
+        ("1g.6gb", None, 4, None, None),
+        ("1g.6gb+me", None, 1, None, None),
+        ("2g.12gb", None, 2, None, None),
+        ("2g.12gb+me", None, 1, None, None),
+        ("4g.24gb", None, 1, None, None),
+    ], placements=None, sizes={"1g.6gb": 1, "1g.6gb+me": 1, "2g.12gb": 2, "2g.12gb+me": 2, "4g.24gb": 4}),
+    balanced={"1g.6gb": 2, "2g.12gb": 1},
+    compute_slices=4,
+    memory_slices=4,
+)
+
+# -- GPUs without MIG: no profiles, only all-disabled. --------------------------------------------
+# L40S: product, memory, mig.capable=false from a real node's GFD labels (NVIDIA-L40S,
+# gpu.memory=46068); PCI id: the driver's compatible-GPU table (26B9 "NVIDIA L40S"); family:
+# k8s-device-plugin internal/lm/resource.go getArchFamily gives
+# "ada-lovelace" for compute 8.9 (v0.18.0), as the L4 node below shows.
+L40S = GpuModel(
+    key="L40S",
+    smi_name="NVIDIA L40S",
+    product="NVIDIA-L40S",
+    product_aliases=(),
+    device_ids=("0x26B910DE",),
+    memory_mib=46068,
+    family="ada-lovelace",
+)
+
+# L4: a real node's GFD labels (gpu.product=NVIDIA-L4, gpu.memory=23034, gpu.family=ada-lovelace,
+# compute 8.9, mig.capable=false). PCI id: the driver's compatible-GPU table (27B8 "NVIDIA L4").
+L4 = GpuModel(
+    key="L4",
+    smi_name="NVIDIA L4",
+    product="NVIDIA-L4",
+    product_aliases=(),
+    device_ids=("0x27B810DE",),
+    memory_mib=23034,
+    family="ada-lovelace",
+)
+
+# A10 and A10G: not MIG-capable (absent from the MIG user guide's supported-GPUs table). Product,
+# memory, family: real nodes' GFD labels (gpu.product=NVIDIA-A10 / NVIDIA-A10G, gpu.memory=23028,
+# gpu.family=ampere). PCI ids: the driver's compatible-GPU table (2236 "NVIDIA A10", 2237
+# "NVIDIA A10G").
+A10 = GpuModel(
+    key="A10",
+    smi_name="NVIDIA A10",
+    product="NVIDIA-A10",
+    product_aliases=(),
+    device_ids=("0x223610DE",),
+    memory_mib=23028,
+    family="ampere",
+)
+
+A10G = GpuModel(
+    key="A10G",
+    smi_name="NVIDIA A10G",
+    product="NVIDIA-A10G",
+    product_aliases=(),
+    device_ids=("0x223710DE",),
+    memory_mib=23028,
+    family="ampere",
+)
+
+_ALL_MODELS = (H100_80GB, H200_141GB, A100_40GB, A100_80GB, H100_NVL, GH200_144GB, B200, A30,
+               L40S, L4, A10, A10G)
+#: Every model the catalog knows, by key.
+KNOWN_GPU_MODELS: dict[str, GpuModel] = {m.key: m for m in _ALL_MODELS}
+#: The MIG-capable models (the MIG catalog proper), by key.
+GPU_MODELS: dict[str, GpuModel] = {k: m for k, m in KNOWN_GPU_MODELS.items() if m.mig_capable}
+#: Models known to have no MIG, by key.
+NON_MIG_GPU_MODELS: dict[str, GpuModel] = {k: m for k, m in KNOWN_GPU_MODELS.items() if not m.mig_capable}
 
 ModelRef = Union[str, GpuModel]
 
 
 def gpu_model(ref: ModelRef) -> GpuModel:
-    """Look a model up by catalog key (``H100-80GB``) or GFD product label (``NVIDIA-H100-80GB-HBM3``)."""
+    """Look a model up by catalog key (``H100-80GB``) or GFD product label (``NVIDIA-H100-80GB-HBM3``),
+    MIG-capable or not; :class:`UnknownGpuModel` for any other."""
     if isinstance(ref, GpuModel):
         return ref
-    if ref in GPU_MODELS:
-        return GPU_MODELS[ref]
-    for m in GPU_MODELS.values():
+    if ref in KNOWN_GPU_MODELS:
+        return KNOWN_GPU_MODELS[ref]
+    for m in KNOWN_GPU_MODELS.values():
         if ref == m.product or ref in m.product_aliases:
             return m
     raise UnknownGpuModel(f"GPU model {ref!r} is not in the MIG catalog; known: "
-                          f"{sorted(GPU_MODELS)} or products {[m.product for m in GPU_MODELS.values()]}")
+                          f"{sorted(KNOWN_GPU_MODELS)} or products "
+                          f"{[m.product for m in KNOWN_GPU_MODELS.values()]}")
 
 
 def mig_resource_name(profile_name: str) -> str:
@@ -247,7 +464,9 @@ def mig_devices_per_gpu(model: ModelRef, config_name: str) -> list[str]:
 
 def placement_fits(model: ModelRef, devices: Mapping[str, int]) -> bool:
     """Whether one GPU can hold ``devices`` (profile -> count) at once, honouring each
-    profile's instance limit and the allowed placements on the 8 memory slices."""
+    profile's instance limit and the allowed placements on the memory slices. Where a profile's
+    placements are unpublished (A30, B200 here) only a necessary condition is judged: instance
+    limits and the compute and memory slices of the whole GPU."""
     m = gpu_model(model)
     wanted: list[MigProfile] = []
     for name, count in devices.items():
@@ -255,6 +474,11 @@ def placement_fits(model: ModelRef, devices: Mapping[str, int]) -> bool:
         if count < 0 or count > p.max_instances:
             return False
         wanted.extend([p] * count)
+    if any(not p.placements for p in wanted):
+        if sum(p.compute_slices for p in wanted) > m.compute_slices:
+            return False
+        sizes = [p.placement_size for p in wanted]
+        return None in sizes or sum(sizes) <= m.memory_slices
     wanted.sort(key=lambda p: -p.placement_size)
 
     def place(i: int, used: frozenset[int]) -> bool:

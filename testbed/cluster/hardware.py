@@ -9,6 +9,11 @@ These facts come from real captures (shared/reference/formats.md), not from the 
 * MIG GPU-instance profiles with their instance counts, SM/CE/DEC/ENC/JPEG/OFA columns
   (`nvidia-smi mig -lgip`, formats.md 3.7 / 3.8) and placements (`nvidia-smi mig -lgipp`, 3.7:
   start positions and size in memory slices; the H200's GH100 shares the H100's placements).
+* H100 NVL and L40S, from published data (cited at each): a real H100 NVL node's GFD labels and
+  the `nvidia-smi mig -lgip` capture NVIDIA posted with its mig-parted support; a real L40S
+  node's GFD labels. GPU Feature Discovery's gpu.family is k8s-device-plugin
+  internal/lm/resource.go getArchFamily: compute 8.9 is "ada-lovelace" (8.x below 8.9 "ampere").
+* No A30 here: no `-lgip`/`-lgipp` capture of it was found (its engines and placements unknown).
 """
 from __future__ import annotations
 
@@ -68,13 +73,24 @@ H100_SXM5_80GB = Gpu("0x233010DE", "NVIDIA H100 80GB HBM3", 81559, "hopper", (9,
 H200_141GB = Gpu("0x233510DE", "NVIDIA H200", 143771, "hopper", (9, 0),
                  _gh100_profiles({"1": "18gb", "2": "35gb", "4": "71gb", "8": "141gb"}))
 
+# H100 NVL 94GB: PCI id 0x2321 (the driver README's compatible-GPU table: 2321 "NVIDIA H100 NVL";
+# mig-parted PR #101's "H100 NVL 94GB" device-filter); name, memory,
+# compute 9.0: a real node's GFD labels (gpu.product=NVIDIA-H100-NVL, gpu.memory=95830,
+# gpu.compute.major=9, minor=0). Its -lgip capture (gpu-operator PR #900) shows GH100's rows with
+# 1g.12gb / 1g.24gb / 2g.24gb (SM 16/16/26/32, the H100's engines) and the config names 3g.47gb,
+# 4g.47gb, 7g.94gb: GH100's seven profiles at this model's memory sizes.
+H100_NVL = Gpu("0x232110DE", "NVIDIA H100 NVL", 95830, "hopper", (9, 0),
+               _gh100_profiles({"1": "12gb", "2": "24gb", "4": "47gb", "8": "94gb"}))
+
 #: A GPU without MIG (Ada Lovelace, compute capability 8.9): PCI id 10de:26b9 (the PCI ID
-#: Repository's entry "AD102GL [L40S]"), 46068 MiB as nvidia-smi reports an L40S's 48 GB
-#: (NVIDIA's L40S datasheet: 48 GB GDDR6 with ECC). No MIG profiles: GFD labels it
-#: mig.capable=false and the GPU Operator deploys no MIG manager there.
+#: Repository's entry "AD102GL [L40S]"; also 26B9 "NVIDIA L40S" in the compatible-GPU table of
+#: NVIDIA/open-gpu-kernel-modules README.md), 46068 MiB as nvidia-smi reports an L40S's 48 GB
+#: (NVIDIA's L40S datasheet: 48 GB GDDR6 with ECC; a real L40S node's GFD labels read
+#: gpu.memory=46068, mig.capable=false). No MIG profiles: GFD labels it mig.capable=false and
+#: the GPU Operator deploys no MIG manager there.
 L40S = Gpu("0x26B910DE", "NVIDIA L40S", 46068, "ada-lovelace", (8, 9))
 
-GPUS = {g.product_label: g for g in (H100_SXM5_80GB, H200_141GB, L40S)}
+GPUS = {g.product_label: g for g in (H100_SXM5_80GB, H200_141GB, H100_NVL, L40S)}
 
 
 def fits(gpu: Gpu, devices: dict[str, int]) -> str | None:
