@@ -30,7 +30,8 @@ def _shape(profile: str, model) -> tuple[tuple[int, ...], int]:
     if model is not None:
         try:
             p = model.profile(profile)
-            return p.placements, p.placement_size
+            if p.placements and p.placement_size:  # a model whose start positions are published
+                return p.placements, p.placement_size
         except KeyError:
             pass
     g = compute_slices(profile)
