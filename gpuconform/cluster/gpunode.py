@@ -123,8 +123,10 @@ class Expected:
         return f"allocatable differs from {self.source}: {diff}"
 
 
-def expected(facts: ClusterFacts, declared: Declared, node: dict, config: str | None = None) -> Expected:
-    """What ``node`` should show under ``config`` (default: the MIG config it carries)."""
+def expected(facts: ClusterFacts, declared: Declared, node: dict, config: str | None = None, *,
+             with_allocatable: bool = True) -> Expected:
+    """What ``node`` should show under ``config`` (default: the MIG config it carries);
+    ``with_allocatable=False``: the labels alone (the allocatable then is not told)."""
     how = node_sharing(facts, declared, node)
     # gpu.present is the GPU Operator's label (state_manager.go), not GFD's
     labels = {nodes.LABEL_PRESENT: "true"} if how.stack == "gpu-operator" else {}
@@ -132,7 +134,9 @@ def expected(facts: ClusterFacts, declared: Declared, node: dict, config: str | 
     if replicas > 1:
         labels[sharing.LABEL_REPLICAS] = str(replicas)
         labels[sharing.LABEL_SHARING] = how.replication[RESOURCE_GPU].how
-    if how.mig_managed:
+    if how.mig_managed and (how.strategy == "single" or with_allocatable):
+        # the layout matters to the labels under the single strategy only: a config that cannot
+        # be told leaves the other strategies' labels judged
         mig = miglayout.expected_for_node(facts, declared.policy, node, how, declared.product, declared.count, config)
         product = mig.product or declared.product
         count = mig.resources.get(RESOURCE_GPU, 0) // max(replicas, 1) if mig.product else declared.count
@@ -144,6 +148,8 @@ def expected(facts: ClusterFacts, declared: Declared, node: dict, config: str | 
                        f"none (k8s-device-plugin internal/lm/mig-strategy.go)")
         return Expected(labels, mig.resources, _shared(str(mig), how), how.why, mig, problem)
     labels.update({nodes.LABEL_PRODUCT: how.shared_product(declared.product), nodes.LABEL_COUNT: str(declared.count)})
+    if how.mig_managed:
+        return Expected(labels, {}, "(labels only)", how.why, None)
     mig_counts = sharing.gfd_mig_counts(nodes.labels(node)) if how.strategy == "mixed" else {}
     if mig_counts:
         # MIG set up without the operator's MIG manager: GFD's per-profile counts are all the

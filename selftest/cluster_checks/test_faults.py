@@ -30,6 +30,14 @@ CASES = {
         ("cluster.operator.operand", "nvidia-device-plugin-daemonset"): (
             "fail", ["gpu-worker-2: label nvidia.com/gpu.deploy.device-plugin=false (wants true)"]),
     }),
+    # the operator's own words for the cause ("Operands are disabled for node"), on every operand
+    "operands-disabled": ("test_gpu_operator", {
+        **{("cluster.operator.operand", ds): (
+            "fail", ["gpu-worker-2: label nvidia.com/gpu.deploy.operands=false", "Operands are disabled for node"])
+           for ds in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery", "nvidia-container-toolkit-daemonset",
+                      "nvidia-dcgm-exporter", "nvidia-mig-manager", "nvidia-operator-validator")},
+        ("cluster.operator.validation", None): ("fail", ["gpu-worker-2: no nvidia-operator-validator pod"]),
+    }),
     "validator-failing": ("test_gpu_operator", {
         ("cluster.operator.validation", None): (
             "fail", ["gpu-worker-1", "driver-validation waiting RunContainerError", "last insn is not an exit or jmp"]),

@@ -89,3 +89,33 @@ def test_helm_upgrade_back_to_the_article_values_clears_the_sandbox_plugin(platf
     bed.upgrade(None, settled=lambda: "enabled" not in bed.cluster_policy()["spec"]["sandboxDevicePlugin"])
     _, results = run_cluster("-k", "test_clusterpolicy_spec_value")
     assert results[("cluster.operator.spec", "sandboxDevicePlugin.enabled")]["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("tolerations", [
+    [{"key": "nvidia.com/gpu", "operator": "Exists"}],      # no effect: tolerates every effect
+    [{"operator": "Exists"}],                               # no key: tolerates every taint
+])
+def test_tolerations_written_another_valid_way_pass(platform, helm_upgrade, run_cluster, tolerations):
+    """The profile's toleration (nvidia.com/gpu Exists NoSchedule) is tolerated by the scheduler's
+    rules, whatever words the ClusterPolicy uses; the operands are scheduled either way."""
+    helm_upgrade({"daemonsets": {"tolerations": tolerations}},
+                 lambda: platform.platform.cluster_policy()["spec"]["daemonsets"].get("tolerations") == tolerations)
+    _, results = run_cluster("-k", "test_operand_toleration or test_operand_available")
+    bad = {k: (r["verdict"], r["message"]) for k, r in results.items() if r["verdict"] != "pass"}
+    assert not bad, bad
+    assert results[("cluster.operator.toleration", "nvidia.com/gpu Exists NoSchedule")]["verdict"] == "pass"
+
+
+def test_dcgm_exporter_switched_off_names_the_spec_field(platform, helm_upgrade, run_cluster, profile_with):
+    """A profile that lists nvidia-dcgm-exporter on a cluster whose ClusterPolicy turns it off: the
+    failure names the switch; with the operand list left to the ClusterPolicy it is not expected."""
+    helm_upgrade({"dcgmExporter": {"enabled": False}},
+                 lambda: client.AppsV1Api(platform.api).list_namespaced_daemon_set(
+                     "gpu-operator", field_selector="metadata.name=nvidia-dcgm-exporter").items == [])
+    listed = profile_with({"cluster": {"gpu_operator": {"operands": ["nvidia-dcgm-exporter"]}}})
+    _, results = run_cluster("-k", "test_operand_available", profile=listed)
+    r = results[("cluster.operator.operand", "nvidia-dcgm-exporter")]
+    assert r["verdict"] == "fail" and "spec.dcgmExporter.enabled is False: the operator does not deploy it" in r["message"], r
+    _, results = run_cluster("-k", "test_operand_available")
+    assert ("cluster.operator.operand", "nvidia-dcgm-exporter") not in results
+    assert all(r["verdict"] == "pass" for r in results.values()), results

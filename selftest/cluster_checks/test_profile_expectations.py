@@ -26,7 +26,7 @@ def test_profile_differences_fail_by_name(run_cluster, profile_with):
         ("cluster.operator.spec", "sandboxDevicePlugin.enabled"):
             "spec.sandboxDevicePlugin.enabled is unset (the operator's default: False), expected True",
         ("cluster.operator.validator_env", "DISABLE_DEV_CHAR_SYMLINK_CREATION"): "is 'true', expected 'false'",
-        ("cluster.operator.toleration", "nvidia.com/gpu Exists NoExecute"): "spec.daemonsets.tolerations lacks nvidia.com/gpu Exists NoExecute",
+        ("cluster.operator.toleration", "nvidia.com/gpu Exists NoExecute"): "spec.daemonsets.tolerations do not tolerate taint nvidia.com/gpu:NoExecute (nvidia.com/gpu Exists NoExecute)",
         ("cluster.mig.config_label", "gpu-worker-1"): "nvidia.com/mig.config='all-1g.10gb', expected 'all-balanced'",
     }
     for key, text in expected.items():

@@ -136,6 +136,10 @@ class Platform:
             st = ds.status
             if (st.number_ready or 0) != (st.desired_number_scheduled or 0):
                 problems.append(f"daemonset {ds.metadata.name} ready {st.number_ready}/{st.desired_number_scheduled}")
+            elif ((st.updated_number_scheduled or 0) != (st.desired_number_scheduled or 0)
+                  or (st.observed_generation or 0) < (ds.metadata.generation or 0)):
+                problems.append(f"daemonset {ds.metadata.name} rolling out ({st.updated_number_scheduled} of "
+                                f"{st.desired_number_scheduled} updated)")
         if self.stack != "gpu-operator":
             return problems
         pods = self.core.list_namespaced_pod(NAMESPACE, label_selector="app=nvidia-cuda-validator").items

@@ -24,6 +24,9 @@ mig-config-failed              gpu-worker-2 rebooted (its MIG devices are gone) 
                                holds a GPU: the MIG manager's re-apply ends ``failed``
 allocatable-mismatch           GPU 3 of gpu-worker-1 fell off the bus: the device plugin
                                advertises 49 ``nvidia.com/mig-1g.10gb``, not 56
+operands-disabled              the admin labels gpu-worker-2 ``nvidia.com/gpu.deploy.operands=false``:
+                               the operator removes every operand's deploy label there ("Operands
+                               are disabled for node"), the DaemonSets leave the node
 gpu-lost                       the same on any site: GPU 3 of gpu-worker-1 fell off the bus, the
                                device plugin advertises that GPU's devices no more
 vectoradd-failing              every new GPU pod logs ``Failed to allocate device vector A
@@ -72,6 +75,7 @@ class Scenarios:
             "mig-config-failed": self._mig_config_failed,
             "allocatable-mismatch": self._allocatable_mismatch,
             "gpu-lost": self._gpu_lost,
+            "operands-disabled": self._operands_disabled,
             "vectoradd-failing": self._vectoradd_failing,
             "gpu-worker-notready": self._gpu_worker_notready,
         }
@@ -142,6 +146,12 @@ class Scenarios:
                  lambda: str((self.core.read_node("gpu-worker-1").status.allocatable or {})
                              .get("nvidia.com/mig-1g.10gb")) == "49", SCENARIO_TIMEOUT)
 
+    def _operands_disabled(self) -> None:
+        self.core.patch_node("gpu-worker-2", {"metadata": {"labels": {"nvidia.com/gpu.deploy.operands": "false"}}})
+        wait_for("nvidia-device-plugin-daemonset to leave gpu-worker-2",
+                 lambda: _ds_ready(self.apps, "nvidia-device-plugin-daemonset") == (len(self.p.workers) - 1,) * 2,
+                 SCENARIO_TIMEOUT)
+
     def _gpu_lost(self) -> None:
         def allocatable() -> dict:
             return {k: str(v) for k, v in (self.core.read_node("gpu-worker-1").status.allocatable or {}).items()
@@ -170,6 +180,8 @@ class Scenarios:
             labels, annotations = node.metadata.labels or {}, node.metadata.annotations or {}
             clear = {k: None for k in NODE_FAULTS if k in annotations}
             relabel = {k: "true" for k, v in labels.items() if k.startswith("nvidia.com/gpu.deploy.") and v == "false"}
+            if "nvidia.com/gpu.deploy.operands" in labels:
+                relabel["nvidia.com/gpu.deploy.operands"] = None  # the operator puts the state labels back
             if w.mig_config is not None and labels.get("nvidia.com/mig.config") != w.mig_config:
                 relabel["nvidia.com/mig.config"] = w.mig_config
             if clear or relabel:

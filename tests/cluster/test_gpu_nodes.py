@@ -47,7 +47,7 @@ def test_gpu_labels(cluster, cluster_expected, gpu_node):
     """Labels nvidia.com/gpu.present, gpu.product and gpu.count (and gpu.replicas when shared)
     equal what GFD writes for cluster.gpu_workers.product x count under the node's MIG strategy
     and sharing (single: <product>-MIG-<profile> and the MIG device count; time-slicing: -SHARED)."""
-    want = gpunode.expected(cluster, declared(cluster_expected), cluster.node(gpu_node)).labels
+    want = gpunode.expected(cluster, declared(cluster_expected), cluster.node(gpu_node), with_allocatable=False).labels
     got = nodes.labels(cluster.node(gpu_node))
     wrong = [f"{k}={got.get(k)!r} (expected {v!r})" for k, v in want.items() if got.get(k) != v]
     assert not wrong, "; ".join(wrong)
