@@ -15,6 +15,7 @@ import shlex
 from typing import Callable
 
 from gpuconform import resources
+from gpuconform.node.collect import run_on_host
 from gpuconform.node.facts import NodeFacts
 
 SOURCE_LIB = '. "$(dirname "$0")/lib.sh"'
@@ -206,10 +207,10 @@ class ScriptRun:
 def run_script(host, fix: Fix, apply: bool) -> ScriptRun:
     """Run ``fix`` on a testinfra host over its connection; transport errors are a failed run."""
     try:
-        res = host.run(fix.command(apply))
+        res = run_on_host(host, fix.command(apply))
     except Exception as exc:  # ssh gone, chroot missing: the fix did not run
         return ScriptRun(255, f"could not run {fix.script} on the host: {type(exc).__name__}: {exc}")
-    return ScriptRun(res.rc, ((res.stdout or "") + (res.stderr or "")).strip())
+    return ScriptRun(res.rc, (res.stdout + res.stderr).strip())
 
 
 def outcome(apply: bool, run: ScriptRun, rechecked: str | None) -> tuple[str, str]:
