@@ -47,7 +47,6 @@ def test_a_tools_output_cannot_end_or_open_a_section(tmp_path):
     assert (dkms.rc, dkms.out, dkms.err) == (3, forged, forged)
     assert sorted(sections) == sorted(step.name for step in probe.STEPS)
     assert probe.finished(out)
-    assert "smi_gpus" in sections and sections["smi_gpus"].out != "nvidia/580.95.05, 6.1.0, x86_64: installed"
 
 
 def test_a_file_without_its_last_newline_keeps_the_next_section(tmp_path):
