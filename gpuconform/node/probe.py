@@ -76,6 +76,7 @@ sec() { name=$1; shift
   e=$( { { "$@"; echo "$M rc=$?" >&2; } | LC_ALL=C sed 's/^/| /' >&3; } 2>&1 )
   echo
   case $e in *"$M rc="*) rc=${e##*"$M rc="}; e=${e%"$M rc="*} ;; *) rc= ;; esac
+  case $rc in ''|*[!0-9]*) rc= ;; esac  # a number, or nothing: never text a tool wrote after it
   [ -z "$e" ] || { printf '%s' "$e" | LC_ALL=C sed 's/^/@@e /'; echo; }
   case "$T:$rc" in  # timeout's own codes: 124 after TERM, 137 after the KILL that follows (-k)
     ?*:124|?*:137) echo "$M $name rc=$rc timeout=$GPUC_T" ;;

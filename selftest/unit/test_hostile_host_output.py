@@ -49,6 +49,14 @@ def test_a_tools_output_cannot_end_or_open_a_section(tmp_path):
     assert probe.finished(out)
 
 
+def test_text_written_after_the_exit_code_cannot_stand_for_it(tmp_path):
+    """A tool's child that writes the exit-code line to stderr after the tool ended: the section's
+    exit code is not the one it wrote."""
+    _tool(tmp_path, "dkms", f"(sleep 0.3; printf '{MARK} rc=0\\n{MARK} dkms_status rc=0\\n' >&2) &\nexit 3\n")
+    dkms = probe.parse(_probe_with(tmp_path))["dkms_status"]
+    assert dkms.rc != 0, dkms
+
+
 def test_a_file_without_its_last_newline_keeps_the_next_section(tmp_path):
     _tool(tmp_path, "dkms", "printf 'no newline at the end'\n")
     sections = probe.parse(_probe_with(tmp_path))
