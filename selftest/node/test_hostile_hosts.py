@@ -58,8 +58,10 @@ def _not_utf8(root: Path) -> None:
     release = root / "etc/os-release"
     release.write_bytes(release.read_bytes().replace(b'PRETTY_NAME="', b'PRETTY_NAME="caf\xe9 \xff\xfe ', 1))
     (root / "etc/modprobe.d/zz-latin1.conf").write_bytes(b"# r\xe9glage nouveau \xff\n")
-    (root / "usr/bin/python3").write_text(HANGING_PYTHON)
-    (root / "usr/bin/python3").chmod(0o755)
+    python = root / "usr/bin/python3"
+    python.unlink(missing_ok=True)
+    python.write_text(HANGING_PYTHON)
+    python.chmod(0o755)
 
 
 BIG = 5 << 20
@@ -76,11 +78,18 @@ def hostile(tmp_path_factory):
         pytest.skip("chroot needs root")
     base = tmp_path_factory.mktemp("hostile")
     roots = {"markers": _render("dkms-added", base, "markers", _with_markers),
+             "markers-journal": _render("dkms-added", base, "markers-journal", _with_markers),
              "not-utf8": _render("gpu-good", base, "not-utf8"),
              "big": _render("gpu-good", base, "big", _big_pretty_name)}
-    toml = roots["markers"] / "etc/containerd/config.toml"
     lines = forged_sections(scenarios.build("dkms-added").kernel)
-    toml.write_text(toml.read_text() + "\ngpuconform_note = '''\n" + "\n".join(lines) + "\n'''\n")
+    for tag in ("markers", "markers-journal"):
+        toml = roots[tag] / "etc/containerd/config.toml"
+        toml.write_text(toml.read_text() + "\ngpuconform_note = '''\n" + "\n".join(lines) + "\n'''\n")
+    # dmesg restricted (kernel.dmesg_restrict): the probe reads the journal, where `logger` writes
+    dmesg = roots["markers-journal"] / "usr/bin/dmesg"
+    dmesg.unlink()  # a file of its own, whatever the render linked there
+    dmesg.write_text("#!/bin/sh\necho 'dmesg: read kernel buffer failed: Operation not permitted' >&2\nexit 1\n")
+    dmesg.chmod(0o755)
     _not_utf8(roots["not-utf8"])
     reports = base / "reports"
     t0 = time.monotonic()
@@ -91,10 +100,13 @@ def hostile(tmp_path_factory):
     return roots, by_root, proc, wall, reports
 
 
-def test_section_markers_in_host_files_change_no_verdict(hostile):
+@pytest.mark.parametrize("tag", ["markers", "markers-journal"])
+def test_section_markers_in_host_files_change_no_verdict(hostile, tag):
     roots, results, proc, _, _ = hostile
-    assert_scenario("dkms-added with forged probe markers in its files and kernel log",
-                    results["markers"], EXPECTED["dkms-added"])
+    assert_scenario(f"dkms-added with forged probe markers in its files and kernel log ({tag})",
+                    results[tag], EXPECTED["dkms-added"])
+    source = next(r for r in results[tag] if r["check_id"] == "node.kernel.no_xid")
+    assert ("source=journal" in str(source)) == (tag == "markers-journal"), str(source)[:2000]
 
 
 def test_invalid_utf8_is_read_with_replacement_characters(hostile):
