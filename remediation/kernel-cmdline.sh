@@ -32,12 +32,14 @@ if [ -n "$missing$present" ]; then
       run grub2-mkconfig -o /boot/grub2/grub.cfg
     fi
   else
+    # $G is shell, sourced by update-grub: a parameter it cannot hold between double quotes stops the fix
+    for p in $missing; do case $p in *[\"\\\$\`]*) fail "kernel parameter $p: a quote, backslash, \$ or \` cannot go into GRUB_CMDLINE_LINUX in $G" ;; esac; done
     plan "edit GRUB_CMDLINE_LINUX in $G: add${missing:- nothing}, remove${present:- nothing}"
     CHANGED=1
     if [ "$APPLY" = 1 ]; then
       backup "$G"
-      for p in $missing; do sed -i "s|^GRUB_CMDLINE_LINUX=\"|&$p |" "$ROOT$G"; done
-      for p in $present; do sed -i -E "/^GRUB_CMDLINE_LINUX=/s/ ?$p(=[^ \"]*)?//g" "$ROOT$G"; done
+      for p in $missing; do sed -i "s|^GRUB_CMDLINE_LINUX=\"|&$(sed_repl "$p") |" "$ROOT$G"; done
+      for p in $present; do sed -i -E "/^GRUB_CMDLINE_LINUX=/s/ ?$(sed_re "$p")(=[^ \"]*)?//g" "$ROOT$G"; done
     fi
     run update-grub
   fi

@@ -52,6 +52,11 @@ ensure_line() {
   printf '%s\n' "$2" >>"$ROOT$1"
 }
 
+# sed_re TEXT / sed_repl TEXT: TEXT as a literal in an extended regular expression (sed -E) or in
+# the replacement of s|…|…|, whatever its characters (a profile's kernel parameter: p=a|b&c)
+sed_re()   { printf '%s\n' "$1" | sed 's#[][\/|.*+?(){}^$]#\\&#g'; }
+sed_repl() { printf '%s\n' "$1" | sed 's#[\/|&]#\\&#g'; }
+
 # run CMD...: a command that changes the target; only with --apply; a missing tool fails the fix
 run() {
   plan "$*"

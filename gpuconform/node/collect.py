@@ -40,14 +40,41 @@ def _started_here(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.filename is not None
 
 
-def _run(host: Any, script: str):
-    """``host.run(script)``, once more when the local process could not be started."""
+@dataclasses.dataclass(frozen=True)
+class Ran:
+    """What a command printed on a host, decoded here: UTF-8, an undecodable byte replaced (a
+    host file in Latin-1 is data, not a failure of the host)."""
+    rc: int | None
+    stdout: str
+    stderr: str
+
+
+def _text(result: Any, stream: str) -> str:
+    raw = getattr(result, f"{stream}_bytes", None)  # testinfra's CommandResult: the bytes it read
+    if raw is None:  # an answer already in text (a k8s-node:// pod's log)
+        return getattr(result, stream, None) or ""
+    return raw.decode("utf-8", "replace")
+
+
+def run_on_host(host: Any, command: str) -> Ran:
+    """``host.run(command)`` with its output decoded here, never by testinfra: testinfra would
+    guess the encoding of non-ASCII output by running ``python3 -c 'import locale…'`` on the
+    host (or this machine), outside any deadline, a process that may hang or outlive the run."""
+    backend = getattr(host, "backend", None)
+    if backend is not None and hasattr(backend, "_encoding"):
+        backend._encoding = "utf-8"  # what it would have asked python3 for; also encodes the command
+    result = host.run(command)
+    return Ran(result.rc, _text(result, "stdout"), _text(result, "stderr"))
+
+
+def _run(host: Any, script: str) -> Ran:
+    """``run_on_host(host, script)``, once more when the local process could not be started."""
     try:
-        return host.run(script)
+        return run_on_host(host, script)
     except OSError as exc:
         if not _started_here(exc):
             raise
-    return host.run(script)
+    return run_on_host(host, script)
 
 
 def probe_host(host: Any, label: str, script: str) -> NodeFacts:
@@ -56,7 +83,7 @@ def probe_host(host: Any, label: str, script: str) -> NodeFacts:
         result = _run(host, script)
     except RuntimeError as exc:  # testinfra raises with the ssh result on exit 255
         res = exc.args[0] if exc.args else exc
-        err = getattr(res, "stderr", None) or str(res)
+        err = _text(res, "stderr") or str(res)
         return NodeFacts(label, {}, f"cannot reach the host: {err.strip().splitlines()[-1] if err.strip() else err}")
     except Exception as exc:  # paramiko/kubectl/chroot backends raise their own errors
         if _started_here(exc):

@@ -19,6 +19,18 @@ class CannotTell(Exception):
 
 
 _EVIDENCE_LINES = 40
+#: at most this much of a section's text is shown, and this much of a host's os-release field
+#: kept: a 5 MB PRETTY_NAME must not make a 20 MB report
+EVIDENCE_BYTES = 16 << 10
+FIELD_BYTES = 256
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` bytes of UTF-8, saying how many were cut: ``… (N bytes cut)``."""
+    data = text.encode()
+    if len(data) <= limit:
+        return text
+    return data[:limit].decode("utf-8", "ignore") + f"… ({len(data) - limit} bytes cut)"
 
 
 def _failed(sec: probe.Section, fallback: str = "") -> str:
@@ -73,7 +85,7 @@ class NodeFacts:
             lines = lines[:_EVIDENCE_LINES] + [f"... ({len(lines) - _EVIDENCE_LINES} more lines)"]
         status = f"timed out after {sec.timed_out_s} s" if sec.timed_out_s is not None else f"exit {sec.rc}"
         shown = probe.BY_NAME[name].shown if name in probe.BY_NAME else name
-        return redact(f"$ {shown}   [{status}]\n" + "\n".join(lines))
+        return clip(redact(f"$ {shown}   [{status}]\n" + "\n".join(lines)), EVIDENCE_BYTES)
 
     # -- tools ------------------------------------------------------------------------------
     @cached_property
@@ -97,7 +109,8 @@ class NodeFacts:
 
     @cached_property
     def os_release(self) -> dict[str, str]:
-        return kernel.parse_os_release(self._file("os_release", "/etc/os-release"))
+        fields = kernel.parse_os_release(self._file("os_release", "/etc/os-release"))
+        return {k: clip(v, FIELD_BYTES) for k, v in fields.items()}
 
     @cached_property
     def os_family(self) -> str | None:
@@ -203,11 +216,25 @@ class NodeFacts:
 
     @cached_property
     def gpus(self) -> list[nvidia_smi.GpuRow]:
-        return self._query(self.smi, "nvidia-smi", nvidia_smi.parse_gpus)
+        rows = self._query(self.smi, "nvidia-smi", nvidia_smi.parse_gpus)
+        if not rows:  # no data is not "no GPU is wrong"
+            raise CannotTell(f"nvidia-smi exited {self.smi.rc} but listed no GPU")
+        return rows
 
     @cached_property
     def gpu_health(self) -> list[nvidia_smi.GpuHealth]:
-        return self._query(self.section("smi_health"), "nvidia-smi health query", nvidia_smi.parse_health)
+        """One row per GPU of the identity query, each telling its memory health: retired pages
+        (before Ampere) or row remapping (failure and pending). No data is not "healthy"."""
+        what = "nvidia-smi health query"
+        rows = self._query(self.section("smi_health"), what, nvidia_smi.parse_health)
+        missing = sorted({g.index for g in self.gpus} - {r.index for r in rows})
+        if missing:
+            raise CannotTell(f"{what} printed no row for GPU {', '.join(map(str, missing))}")
+        silent = [r.index for r in rows if not r.tells_memory_health]
+        if silent:
+            raise CannotTell(f"{what} gave no value for retired_pages.pending nor remapped_rows.failure/"
+                             f"pending on GPU {', '.join(map(str, silent))}")
+        return rows
 
     @cached_property
     def gpu_list(self) -> list[nvidia_smi.ListedGpu]:

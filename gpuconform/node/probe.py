@@ -14,10 +14,17 @@ same deadline (:mod:`gpuconform.node.collect`).
 Wire format (one line per record, stdout of the probe)::
 
     @@gpuconform <section> begin
-    <stdout lines>            (stderr lines carry the prefix '@@e ')
+    | <stdout line>           (every line a command printed carries a prefix: '| ' on stdout,
+    @@e <stderr line>          '@@e ' on stderr, after the stdout lines; empty lines end a
+                               last line that lacked its newline)
     @@gpuconform <section> rc=<code>[ timeout=<seconds>]   (timeout=: killed by its command timeout)
     ...
     @@gpuconform end          (the probe ran to its end)
+
+Only the probe's own lines start with the marker: whatever a host file or tool says (a config
+file, the kernel log, os-release holding ``@@gpuconform dkms_status rc=0``) comes back behind
+its prefix, so it can neither end nor open a section. A line with neither a prefix nor the
+marker (the probe shell's own stderr, where a pod's log mixes it in) is no part of any section.
 """
 from __future__ import annotations
 
@@ -28,6 +35,7 @@ import shlex
 from gpuconform.parsers.nvidia_smi import GPU_FIELDS, GPU_HEALTH_FIELDS
 
 MARK = "@@gpuconform"
+OUT = "| "
 ERR = "@@e "
 
 #: Tools whose presence is itself a fact ("missing tool" is a verdict, not a crash).
@@ -63,7 +71,13 @@ kver=$(cat /proc/sys/kernel/osrelease 2>/dev/null)
 export T kver
 sec() { name=$1; shift
   echo "$M $name begin"
-  rc=$( { { "$@"; echo $? >&5; } 2>&1 1>&3 | sed 's/^/@@e /' >&3; } 5>&1 )
+  # stdout goes out line by line behind its prefix; stderr (with the exit code last) is held
+  # until stdout is done, so the two never meet inside a line
+  e=$( { { "$@"; echo "$M rc=$?" >&2; } | LC_ALL=C sed 's/^/| /' >&3; } 2>&1 )
+  echo
+  case $e in *"$M rc="*) rc=${e##*"$M rc="}; e=${e%"$M rc="*} ;; *) rc= ;; esac
+  case $rc in ''|*[!0-9]*) rc= ;; esac  # a number, or nothing: never text a tool wrote after it
+  [ -z "$e" ] || { printf '%s' "$e" | LC_ALL=C sed 's/^/@@e /'; echo; }
   case "$T:$rc" in  # timeout's own codes: 124 after TERM, 137 after the KILL that follows (-k)
     ?*:124|?*:137) echo "$M $name rc=$rc timeout=$GPUC_T" ;;
     *) echo "$M $name rc=${rc:-none}" ;;
@@ -240,10 +254,10 @@ def parse(stdout: str) -> dict[str, Section]:
                 continue
         if current is None:
             continue
-        if line.startswith(ERR):
+        if line.startswith(OUT):
+            out.append(line[len(OUT):])
+        elif line.startswith(ERR):
             err.append(line[len(ERR):])
-        else:
-            out.append(line)
     if current is not None:  # the probe died mid-section (timeout, lost connection)
         sections[current] = Section(None, "\n".join(out), "\n".join(err))
     return sections

@@ -15,8 +15,11 @@ import shlex
 from typing import Callable
 
 from gpuconform import resources
+from gpuconform.node.collect import run_on_host
 from gpuconform.node.facts import NodeFacts
 
+#: a host's or the profile's value in a fix text: one shell word when pasted, running nothing
+q = shlex.quote
 SOURCE_LIB = '. "$(dirname "$0")/lib.sh"'
 #: order in which a host's scripts run: the linker before the DKMS build that needs it
 ORDER = ("kernel-headers.sh", "fix-ld.sh", "dkms-install.sh", "blacklist-nouveau.sh", "kernel-cmdline.sh", "sysctl.sh",
@@ -54,8 +57,8 @@ def _rhel(facts: NodeFacts) -> bool:
 
 def _nouveau(facts: NodeFacts, expected, param) -> Fix:
     k = facts.kernel_release
-    rebuild = (f"dracut --force /boot/initramfs-{k}.img {k}" if _rhel(facts)
-               else f"update-initramfs -u -k {k}")
+    rebuild = (f"dracut --force {q(f'/boot/initramfs-{k}.img')} {q(k)}" if _rhel(facts)
+               else f"update-initramfs -u -k {q(k)}")
     return Fix("blacklist-nouveau.sh", (),
                f"blacklist nouveau in /etc/modprobe.d/blacklist-nouveau.conf, {rebuild}, reboot while nouveau is loaded")
 
@@ -63,9 +66,9 @@ def _nouveau(facts: NodeFacts, expected, param) -> Fix:
 def _cmdline(facts: NodeFacts, expected, param) -> Fix:
     add, remove = " ".join(expected.kernel.cmdline_required), " ".join(expected.kernel.cmdline_forbidden)
     if _rhel(facts):
-        does = f'grubby --update-kernel=ALL --args="{add}" --remove-args="{remove}", then reboot'
+        does = f"grubby --update-kernel=ALL {q('--args=' + add)} {q('--remove-args=' + remove)}, then reboot"
     else:
-        does = f'GRUB_CMDLINE_LINUX in /etc/default/grub: add "{add}", remove "{remove}"; update-grub; reboot'
+        does = f"GRUB_CMDLINE_LINUX in /etc/default/grub: add {q(add)}, remove {q(remove)}; update-grub; reboot"
     return Fix("kernel-cmdline.sh", (("ADD", add), ("REMOVE", remove)), does)
 
 
@@ -80,7 +83,7 @@ def _dkms(facts: NodeFacts, expected, param) -> Fix | None:
         return None
     m, v, k = _dkms_module(facts, expected), expected.driver.version, facts.kernel_release
     return Fix("dkms-install.sh", (("NVIDIA_VERSION", v), ("DKMS_MODULE", m), ("KERNEL", k)),
-               f"dkms install -m {m} -v {v} -k {k}")
+               f"dkms install -m {q(m)} -v {q(v)} -k {q(k)}")
 
 
 def _ld(facts: NodeFacts, expected, param) -> Fix:
@@ -93,7 +96,7 @@ def _sysctl(facts: NodeFacts, expected, param) -> Fix | None:
         return None
     value = rule.eq if rule.eq is not None else rule.max if rule.max is not None else rule.min
     return Fix("sysctl.sh", (("SYSCTLS", f"{param}={value}"),),
-               f"sysctl -w {param}={value} and '{param} = {value}' in /etc/sysctl.d/99-gpuconform.conf")
+               f"sysctl -w {q(f'{param}={value}')} and {q(f'{param} = {value}')} in /etc/sysctl.d/99-gpuconform.conf")
 
 
 def _persistenced(facts: NodeFacts, expected, param) -> Fix | None:
@@ -121,8 +124,8 @@ def _containerd(facts: NodeFacts, expected, param) -> Fix:
 
 def _headers(facts: NodeFacts, expected, param) -> Fix:
     k = facts.kernel_release
-    does = (f"dnf install --disableexcludes=all <kernel package>-devel-{k} (kernel-lt-devel-{k} on RED OS)"
-            if _rhel(facts) else f"apt-get install linux-headers-{k}")
+    does = (f"dnf install --disableexcludes=all <kernel package>-devel-{q(k)} ({q(f'kernel-lt-devel-{k}')} on RED OS)"
+            if _rhel(facts) else f"apt-get install {q(f'linux-headers-{k}')}")
     return Fix("kernel-headers.sh", (("KERNEL", k),), does)
 
 
@@ -131,8 +134,9 @@ def _fabric_manager(facts: NodeFacts, expected, param) -> Fix:
     if loaded and loaded.version != expected.driver.version:
         return None  # the driver itself is not the profile's: fix the driver, not fabric manager
     v = expected.driver.version
-    pkg = (f"dnf install nvidia-fabric-manager-{v}" if _rhel(facts)
-           else f"apt-get install nvidia-fabricmanager-{v.split('.')[0]}={v}-1")
+    major = v.split(".")[0]
+    pkg = (f"dnf install {q(f'nvidia-fabric-manager-{v}')}" if _rhel(facts)
+           else f"apt-get install {q(f'nvidia-fabricmanager-{major}={v}-1')}")
     return Fix("fabricmanager.sh", (("NVIDIA_VERSION", v),),
                f"{pkg}; systemctl enable nvidia-fabricmanager; systemctl restart nvidia-fabricmanager")
 
@@ -206,10 +210,10 @@ class ScriptRun:
 def run_script(host, fix: Fix, apply: bool) -> ScriptRun:
     """Run ``fix`` on a testinfra host over its connection; transport errors are a failed run."""
     try:
-        res = host.run(fix.command(apply))
+        res = run_on_host(host, fix.command(apply))
     except Exception as exc:  # ssh gone, chroot missing: the fix did not run
         return ScriptRun(255, f"could not run {fix.script} on the host: {type(exc).__name__}: {exc}")
-    return ScriptRun(res.rc, ((res.stdout or "") + (res.stderr or "")).strip())
+    return ScriptRun(res.rc, (res.stdout + res.stderr).strip())
 
 
 def outcome(apply: bool, run: ScriptRun, rechecked: str | None) -> tuple[str, str]:

@@ -63,15 +63,28 @@ def parse_xids(text: str) -> list[tuple[int, str]]:
     return [(int(m["code"]), line.strip()) for line in text.splitlines() if (m := _XID.search(line))]
 
 
+#: an os-release value (os-release(5)): "double quoted" with shell escapes, 'single quoted', or a
+#: bare word; read in one pass (shlex takes minutes over a 5 MB PRETTY_NAME)
+_OS_RELEASE_VALUE = re.compile(r"""\s*(?:"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s"']*))""", re.DOTALL)
+_SHELL_ESCAPE = re.compile(r"""\\([\\$"`])""")
+
+
 def parse_os_release(text: str) -> dict[str, str]:
+    """/etc/os-release → {key: value}; a value without its closing quote is kept as written."""
     out = {}
     for line in text.splitlines():
         k, eq, v = line.partition("=")
         if eq and k.strip() and not k.startswith("#"):
-            try:
-                out[k.strip()] = shlex.split(v)[0] if v.strip() else ""
-            except ValueError:
-                out[k.strip()] = v.strip().strip('"')
+            m = _OS_RELEASE_VALUE.match(v)
+            if m[1] is not None:
+                value = _SHELL_ESCAPE.sub(r"\1", m[1])
+            elif m[2] is not None:
+                value = m[2]
+            elif m[3] or not v.strip():
+                value = m[3]
+            else:  # an unclosed quote
+                value = v.strip().strip("\"'")
+            out[k.strip()] = value
     return out
 
 

@@ -45,6 +45,12 @@ class GpuHealth(Keyed):
     remapped_rows_pending: str | None
     remapped_rows_failure: str | None
 
+    @property
+    def tells_memory_health(self) -> bool:
+        """Page retirement (before Ampere) or row remapping (Ampere on) has its values here."""
+        return self.retired_pages_pending is not None or (
+            self.remapped_rows_failure is not None and self.remapped_rows_pending is not None)
+
 
 @dataclasses.dataclass(frozen=True)
 class MigDevice(Keyed):

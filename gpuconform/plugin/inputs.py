@@ -8,6 +8,7 @@ host specs, the report folder and name.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import urllib.parse
 from pathlib import Path
@@ -22,6 +23,8 @@ k8s_node.register_backend()  # k8s-node:// hosts: node checks through probe pods
 #: Backends that open an SSH connection: ``timeouts.ssh_connect_s`` reaches them as ``?timeout=``.
 SSH_BACKENDS = ("ssh", "safe-ssh", "paramiko")
 _MAX_PORT = 65535
+#: testinfra's query parameters that it reads as whole numbers, with the least each may be
+_NUMBER_QUERY = {"timeout": 1, "controlpersist": 0, "read_timeout_sec": 1, "operation_timeout_sec": 1}
 
 
 class InputError(pytest.UsageError):
@@ -40,8 +43,25 @@ def host_specs(raw: str, connection: str | None, where: str, connect_timeout_s: 
     return ",".join(out)
 
 
+def _not_an_option(spec: str, what: str, value: str | None, where: str) -> None:
+    """testinfra hands the host name to ``ssh`` (the sudo user to ``sudo``, the folder to ``chroot``)
+    as an argument: one starting with '-' would be read as an option (``-oProxyCommand=…`` runs a
+    command on this machine)."""
+    if value is not None and urllib.parse.unquote(value).lstrip().startswith("-"):
+        raise InputError(f"{where} {spec}: the {what} starts with '-' (ssh, sudo or chroot would read it as an option)")
+
+
+def _numbers(spec: str, query: str, where: str) -> None:
+    for key, values in urllib.parse.parse_qs(query, keep_blank_values=True).items():
+        least = _NUMBER_QUERY.get(key)
+        if least is not None and not all(re.fullmatch(r"[0-9]{1,9}", v) and int(v) >= least for v in values):
+            raise InputError(f"{where} {spec}: ?{key}={values[0]!r} is not a whole number of seconds "
+                             f"(at least {least})")
+
+
 def _host_spec(spec: str, connection: str | None, where: str, connect_timeout_s: int) -> str:
     if connection == "chroot" and "://" not in spec:
+        _not_an_option(spec, "chroot folder", spec, where)
         if not Path(spec).is_dir():
             raise InputError(f"{where} {spec}: a chroot host is a directory, and this is not one")
         return spec
@@ -65,6 +85,11 @@ def _host_spec(spec: str, connection: str | None, where: str, connect_timeout_s:
         raise InputError(f"{where} {spec}: unknown connection type {url.scheme!r} (known: {known})") from None
     if url.scheme not in ("local",) and not url.hostname:
         raise InputError(f"{where} {spec}: no host name")
+    _not_an_option(spec, "host name", url.hostname, where)
+    _not_an_option(spec, "user", url.username, where)
+    query = urllib.parse.parse_qs(url.query)
+    _not_an_option(spec, "sudo_user", (query.get("sudo_user") or [None])[0], where)
+    _numbers(spec, url.query, where)
     if url.scheme in SSH_BACKENDS and "timeout" not in urllib.parse.parse_qs(url.query):
         query = "&".join(filter(None, [url.query, f"timeout={connect_timeout_s}"]))
         return urllib.parse.urlunsplit(url._replace(query=query))

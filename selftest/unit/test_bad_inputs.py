@@ -43,6 +43,15 @@ CASES = [
     ("hosts-chroot-mixed", {"root": "dir"}, ["--hosts=chroot://{d}/root,ssh://gpu-1"], r"--hosts: chroot:///PATH hosts cannot be mixed"),
     ("profile-hosts-bad", {"p.yaml": profile_with("hosts: [foo://bar]\n")}, ["--profile={d}/p.yaml", "NOHOSTS"],
      r"{d}/p.yaml: hosts: foo://bar: unknown connection type 'foo'"),
+    # a host spec reaches ssh as an argument: one that starts with '-' is an option (issue #28, 11)
+    ("hosts-ssh-option", {}, ["--hosts=ssh://-oproxycommand=touch%20{d}/ran"], r"--hosts ssh://-oproxycommand=touch%20{d}/ran: the host name starts with '-'"),
+    ("hosts-ssh-option-user", {}, ["--hosts=ssh://-oProxyCommand=x@gpu-1"], r"--hosts ssh://-oProxyCommand=x@gpu-1: the user starts with '-'"),
+    ("hosts-ssh-option-encoded", {}, ["--hosts=paramiko://%2DoProxyCommand=x"], r"--hosts paramiko://%2DoProxyCommand=x: the host name starts with '-'"),
+    ("hosts-sudo-user-option", {}, ["--hosts=ssh://gpu-1?sudo_user=-s"], r"--hosts ssh://gpu-1\?sudo_user=-s: the sudo_user starts with '-'"),
+    ("hosts-timeout-text", {}, ["--hosts=ssh://gpu-1?timeout=abc"], r"--hosts ssh://gpu-1\?timeout=abc: \?timeout='abc' is not a whole number of seconds"),
+    ("hosts-timeout-negative", {}, ["--hosts=ssh://gpu-1?timeout=-5"], r"--hosts ssh://gpu-1\?timeout=-5: \?timeout='-5' is not a whole number of seconds"),
+    ("profile-hosts-ssh-option", {"p.yaml": profile_with("hosts: ['ssh://-oproxycommand=x']\n")}, ["--profile={d}/p.yaml", "NOHOSTS"],
+     r"{d}/p.yaml: hosts: ssh://-oproxycommand=x: the host name starts with '-'"),
     # the profile file itself
     ("profile-dev-zero", {}, ["--profile=/dev/zero"], r"/dev/zero: cannot read profile: it is a device, not a regular file"),
     ("profile-fifo", {"p.yaml": "fifo"}, ["--profile={d}/p.yaml"], r"{d}/p.yaml: cannot read profile: it is a FIFO, not a regular file"),

@@ -56,12 +56,12 @@ def test_every_step_is_shown_as_a_command():
 
 
 def test_stderr_is_kept_apart_from_stdout():
-    text = probe.parse("@@gpuconform x begin\nout line\n@@e err line\n@@gpuconform x rc=3\n")
+    text = probe.parse("@@gpuconform x begin\n| out line\n@@e err line\n@@gpuconform x rc=3\n")
     assert text["x"] == probe.Section(3, "out line", "err line")
 
 
 def test_a_probe_cut_short_keeps_what_it_read():
-    sections = probe.parse("@@gpuconform a begin\nA\n@@gpuconform a rc=0\n@@gpuconform b begin\npartial\n")
+    sections = probe.parse("@@gpuconform a begin\n| A\n@@gpuconform a rc=0\n@@gpuconform b begin\n| partial\n")
     assert sections["a"].ok and sections["b"].rc is None and sections["b"].out == "partial"
 
 
