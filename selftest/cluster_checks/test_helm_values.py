@@ -98,8 +98,14 @@ def test_helm_upgrade_back_to_the_article_values_clears_the_sandbox_plugin(platf
 def test_tolerations_written_another_valid_way_pass(platform, helm_upgrade, run_cluster, tolerations):
     """The profile's toleration (nvidia.com/gpu Exists NoSchedule) is tolerated by the scheduler's
     rules, whatever words the ClusterPolicy uses; the operands are scheduled either way."""
-    helm_upgrade({"daemonsets": {"tolerations": tolerations}},
-                 lambda: platform.platform.cluster_policy()["spec"]["daemonsets"].get("tolerations") == tolerations)
+    def operands_carry_them() -> bool:
+        """The operator has rewritten every operand DaemonSet with the new tolerations."""
+        dss = client.AppsV1Api(platform.api).list_namespaced_daemon_set("gpu-operator").items
+        return bool(dss) and all(
+            all(any({k: v for k, v in t.to_dict().items() if v is not None} == want
+                    for t in ds.spec.template.spec.tolerations or []) for want in tolerations) for ds in dss)
+
+    helm_upgrade({"daemonsets": {"tolerations": tolerations}}, operands_carry_them)
     _, results = run_cluster("-k", "test_operand_toleration or test_operand_available")
     bad = {k: (r["verdict"], r["message"]) for k, r in results.items() if r["verdict"] != "pass"}
     assert not bad, bad
