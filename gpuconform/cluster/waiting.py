@@ -63,6 +63,12 @@ class Progress:
         return ProgressLine(self, what, deadline)
 
 
+def _plain(text: str) -> str:
+    """The cluster's words are data: no escape sequence of theirs reaches the terminal."""
+    from gpuconform.report.terminal import terminal_text
+    return terminal_text(text)
+
+
 class ProgressLine:
     """The line of one wait: :meth:`state` with each state seen, :meth:`end` once."""
 
@@ -75,7 +81,7 @@ class ProgressLine:
         self.shown = False
 
     def _text(self, state: str, now: float) -> str:
-        return (f"gpuconform: waiting for {self.what}: {state or 'no state yet'} "
+        return (f"gpuconform: waiting for {_plain(self.what)}: {_plain(state) or 'no state yet'} "
                 f"({max(0.0, self.deadline - now):.0f}s left)")
 
     def state(self, state: str) -> None:
@@ -95,7 +101,7 @@ class ProgressLine:
         took = time.monotonic() - self.started
         if not self.shown and took < self.p.quiet_s:
             return
-        text = f"gpuconform: waited {took:.0f}s for {self.what}: {outcome}"
+        text = f"gpuconform: waited {took:.0f}s for {_plain(self.what)}: {_plain(outcome)}"
         self.p.write((("\r" if self.shown else "\n") + text[:self.p.width] + "\033[K\n") if self.p.tty else text + "\n")
 
 

@@ -129,3 +129,16 @@ def test_other_errors_end_the_wait_at_once(shown):
     with pytest.raises(waiting.Stop):
         waiting.wait_for("pod", attempt, timeout=10, describe=lambda: "gone")
     assert time.monotonic() - t0 < 1
+
+
+def test_a_state_from_the_cluster_cannot_drive_the_terminal(shown):
+    """A pod's state or name carrying escape sequences (OSC 52 clipboard, OSC 0 title, clear
+    screen) is shown as text without them (#28 finding 9)."""
+    out = shown(tty=False, every_s=60)
+    hostile = "Pending\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;pwned\x07\x1b[2J"
+    attempt, describe = states(hostile)
+    with pytest.raises(waiting.WaitTimeout):
+        waiting.wait_for("pod ns/p\x1b[2J to complete", attempt, timeout=0.5, interval=0.1, describe=describe)
+    text = out.getvalue()
+    assert "\x1b" not in text and "\x07" not in text, repr(text)
+    assert "waiting for pod ns/p to complete: Pending" in text
