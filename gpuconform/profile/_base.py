@@ -9,8 +9,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict
 
 
 class Strict(BaseModel):
-    """A profile section: unknown keys are mistakes, values do not change after load."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A profile section: unknown keys are mistakes, values do not change after load, numbers are
+    finite (every number field has its bounds too: a count of 10**9 GPUs is a typo, not a plan)."""
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _fnmatch_pattern(pattern: str) -> str:
