@@ -19,6 +19,7 @@ import testinfra.backend
 
 from gpuconform import yamlfile
 from gpuconform.node import k8s_node
+from gpuconform.redact import redact
 
 k8s_node.register_backend()  # k8s-node:// hosts: node checks through probe pods
 
@@ -28,7 +29,10 @@ _MAX_PORT = 65535
 
 
 class InputError(pytest.UsageError):
-    """A bad input; str() is the one line shown."""
+    """A bad input; str() is the one line shown, secrets masked (``ssh://root:pw@gpu-1:99999``)."""
+
+    def __init__(self, line: str):
+        super().__init__(redact(line))
 
 
 def profile_path(value: str | None, default: str) -> str:
