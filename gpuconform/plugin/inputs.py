@@ -26,6 +26,8 @@ k8s_node.register_backend()  # k8s-node:// hosts: node checks through probe pods
 #: Backends that open an SSH connection: ``timeouts.ssh_connect_s`` reaches them as ``?timeout=``.
 SSH_BACKENDS = ("ssh", "safe-ssh", "paramiko")
 _MAX_PORT = 65535
+#: the client library's default kubeconfig
+DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
 class InputError(pytest.UsageError):
@@ -58,10 +60,13 @@ def kubeconfig(option: str | None, context: str | None, env: str | None) -> None
     exists) through the gate, and, as the client library would choose them, the context (--context
     or current-context) and its server URL: a wrong name or a malformed URL is bad input, not a
     cluster that does not answer."""
+    default = os.path.expanduser(DEFAULT_KUBECONFIG)
     if option:
         paths, what = [option], "kubeconfig (--kubeconfig)"
     elif env:
         paths, what = [p for p in env.split(os.pathsep) if p and os.path.lexists(p)], "kubeconfig ($KUBECONFIG)"
+    elif context is not None and os.path.lexists(default):  # else the run may not need a cluster at all
+        paths, what = [default], "kubeconfig"
     else:
         return
     contexts: dict[str, object] = {}
