@@ -17,7 +17,7 @@ MASK = "***"
 #: root_pass and DEX_PW (a ``pass``/``pw`` part, not passthrough), luks.key (a dotted ``key``
 #: part, not sig_key or mok_signing_key, which name fingerprints and paths)
 _KEY = (r"(?:[\w.-]*(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|client-key-data|"
-        r"client-certificate-data|private[_-]?key|credentials?|webhook)[\w.-]*"
+        r"client-certificate-data|private[_-]?key)[\w.-]*"
         r"|[\w.-]*[a-z0-9][_.-](?:pass|pw)(?![a-z0-9])[\w.-]*|[\w.-]*[a-z0-9]\.key(?![a-z0-9])[\w.-]*)")
 #: environment-style names (upper case): DB_PASS, MYSQL_PWD, DEX_PW, GITHUB_TOKEN,
 #: AWS_SECRET_ACCESS_KEY, API_KEY, SLACK_WEBHOOK_URL
@@ -34,7 +34,7 @@ _VALUE = (r"([ \t]*(?:\"\"\"[\s\S]*?(?:\"\"\"|\Z)|'''[\s\S]*?(?:'''|\Z)|\"(?:[^\
 
 
 #: literal parts of every _KEY (see _PATTERNS' words)
-_KEY_WORDS = ("pass", "pwd", "pw", "secret", "token", "api", "client-", "private", "credential", "webhook", ".key")
+_KEY_WORDS = ("pass", "pwd", "pw", "secret", "token", "api", "client-", "private", ".key")
 
 
 def _key_value(key: str, flags: str = "") -> re.Pattern:
@@ -60,7 +60,7 @@ _PATTERNS = [
     # Authorization headers whatever the scheme (Bearer, Basic, token ghp_...), also as TOML/JSON
     # lists: Authorization = ["Basic ..."]; the scheme stays
     (re.compile(r"(?i)\b(authorization[\"']?[ \t]*[:=][ \t]*\[?[ \t]*[\"']?)(?>([a-z][\w.-]*[ \t]+)?)"
-                r"(?!\*\*\*)[^\s\"',;\]]+"), r"\1\2" + MASK, ("authorization",)),
+                r"(?!\*\*\*|(?:bearer|basic|token|digest|negotiate)\b)[^\s\"',;\]]+"), r"\1\2" + MASK, ("authorization",)),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer " + MASK, ("bearer",)),
     # cookies: keep names, hide values
     (re.compile(r"(?i)\b((?:set-)?cookie\s*[:=]\s*)([^\r\n]+)"),
