@@ -84,11 +84,15 @@ def test_missing_kubeconfig_from_the_environment(tmp_path):
     _assert_one_line_and_blocked(proc, results, "cannot load cluster config")
 
 
-def test_context_option(platform, run_cluster):
-    """--context picks a kubeconfig context; one that does not exist is one line, not a traceback."""
-    proc, results = run_cluster("-k", "test_api", "--context=no-such-context")
-    _assert_one_line_and_blocked(proc, results, "cannot load cluster config")
-    assert "no-such-context" in results[REACHABLE]["message"]
+def test_context_option(platform, tmp_path):
+    """--context picks a kubeconfig context; one that does not exist is bad input (issue 28): one
+    line naming it and the contexts there are, exit 4, nothing run (not a cluster that fails)."""
+    from runner import run_suite
+    proc, doc = run_suite("-m", "cluster", "-q", f"--kubeconfig={platform.kubeconfig}", "--context=no-such-context",
+                          report_dir=tmp_path / "reports", timeout=120)
+    assert proc.returncode == 4 and doc is None, proc.stdout[-3000:] + proc.stderr
+    assert proc.stderr.strip() == (f"ERROR: --context=no-such-context: no such context in {platform.kubeconfig} "
+                                   f"(its contexts: gpuconform-testbed)"), proc.stderr
 
 
 def test_in_cluster_service_account(platform, tmp_path):
