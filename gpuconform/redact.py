@@ -87,7 +87,9 @@ _PATTERNS = [
 ]
 
 #: texts longer than this are not parsed (patterns only): evidence is cut far below it
-_PARSE_MAX = 256 << 10
+_PARSE_MAX = 64 << 10
+#: a secret-like key with its separator: only a text holding one is worth parsing
+_SECRET_KEY_AT = re.compile(rf"(?i)\b(?:{_KEY}|{_ENV_KEY})[\"']?[ \t]*[:=]")
 _EVIDENCE_HEAD = re.compile(r"\A\$ [^\n]*\n")
 _EVIDENCE_TAIL = re.compile(r"\n\.\.\. \(\d+ more lines\)\Z")
 
@@ -127,7 +129,8 @@ def _parsed_secrets(text: str) -> list[str]:
     """The strings under secret-like keys of ``text`` read as TOML or YAML (the evidence's
     ``$ command`` line and ``... (N more lines)`` set aside), each line of a multi-line value
     apart: how a block scalar or a multi-line string shows in the text."""
-    if "\n" not in text or len(text) > _PARSE_MAX or not any(w in _folded(text) for w in _KEY_WORDS):
+    if "\n" not in text or len(text) > _PARSE_MAX or not any(w in _folded(text) for w in _KEY_WORDS) \
+            or not _SECRET_KEY_AT.search(text):
         return []
     body = _EVIDENCE_TAIL.sub("", _EVIDENCE_HEAD.sub("", text))
     try:
