@@ -25,12 +25,13 @@ _ENV_KEY = r"[A-Z][A-Z0-9_]*(?:PASS|PW(?![A-Z])|PWD|TOKEN|SECRET|KEY|WEBHOOK|CRE
 #: registry credentials: containerd's `auth = "<base64>"`, docker config.json's "auth": "<base64>"
 _AUTH_KEY = r"(?<![\w.-])(?:auth|identitytoken|identity_token)"
 #: between a key and its value: ``=``, ``:``, ``" =``, on one line
-_SEP = r"([\"']?[ \t]*[:=])"
+_SEP = r"((?P<quoted>[\"'])?[ \t]*[:=])"
 #: a value: TOML's multi-line strings (also cut short by the evidence's line limit), quoted
 #: strings with their escapes, a list; after a separator and a space, the rest of the line (INI,
-#: YAML, TOML: ``password = two words``); else one word (env files, shell, URL queries)
-_VALUE = (r"([ \t]*(?:\"\"\"[\s\S]*?(?:\"\"\"|\Z)|'''[\s\S]*?(?:'''|\Z)|\"(?:[^\"\\\r\n]|\\.)*\"?|'[^'\r\n]*'?"
-          r"|\[[^\]\r\n]*\]?)|[ \t]+(?![{\[|>])[^\r\n]*[^\s,;]|(?![{\[|>\s])[^\s,;&]+)")
+#: YAML, TOML: ``password = two words``), not after a quoted key (JSON: ``"token": false, ...``);
+#: else one word (env files, shell, URL queries, JSON literals)
+_VALUE = (r"(?P<value>[ \t]*(?:\"\"\"[\s\S]*?(?:\"\"\"|\Z)|'''[\s\S]*?(?:'''|\Z)|\"(?:[^\"\\\r\n]|\\.)*\"?|'[^'\r\n]*'?"
+          r"|\[[^\]\r\n]*\]?)|(?(quoted)(?!)|[ \t]+(?![{\[|>])[^\r\n]*[^\s,;])|[ \t]*(?![{\[|>\s])[^\s,;&]+)")
 
 
 #: literal parts of every _KEY (see _PATTERNS' words)
@@ -44,7 +45,7 @@ def _key_value(key: str, flags: str = "") -> re.Pattern:
 
 
 def _masked_value(m: re.Match) -> str:
-    value = m.group(3)
+    value = m.group("value")
     return m.group(1) + m.group(2) + value[:len(value) - len(value.lstrip(" \t"))] + MASK
 
 

@@ -140,3 +140,10 @@ def test_ordinary_facts_with_key_and_pass_words_stay():
     text = ("iommu.passthrough=1\nbypass_check=1\n{\"pass\": 3, \"fail\": 0}\nverdict: pass\n"
             "sig_key: 7F:AA:01\nKEYMAP=us\nkeyring: builtin\nmodule.sig_enforce=0")
     assert redact(text) == text
+
+
+def test_a_json_literal_after_a_quoted_key_masks_that_value_only():
+    """``key = two words`` is masked to the line's end, but not after a quoted key: one-line JSON
+    (a pod spec in evidence) keeps what follows."""
+    out = redact('{"automountServiceAccountToken": false, "serviceAccountName": "gpuconform"}')
+    assert out == '{"automountServiceAccountToken": ***, "serviceAccountName": "gpuconform"}'
