@@ -6,15 +6,20 @@ failure one line (``Unreachable`` / ``ClusterError``), never a traceback; a requ
 Refusals are answered at once with their cause, never retried: a certificate that expired, is
 signed by another CA or names another host, a server that does not speak TLS, credentials
 refused (401). A server that leaves one request unanswered for ``timeout`` (profile
-``cluster.timeouts.api_s``) is *stalled*: every later request of the run gives up at once with
-that cause, so a hung API server costs the cluster layer one ``timeout``, not one per request."""
+``cluster.timeouts.api_s``), or that could not be reached for a whole ``timeout`` (killed,
+its address gone), is *stalled*: every later request of the run gives up at once with that
+cause, so a hung or dead API server costs the cluster layer one ``timeout``, not one per check.
+A kubeconfig's ``exec:`` credential plugin runs under the same ``timeout``."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
+import logging
 import os
 import socket
 import ssl
+import sys
 import threading
 import time
 import urllib.parse
@@ -149,8 +154,50 @@ def counting_client(configuration):
     return CountingApiClient(configuration)
 
 
-def load_configuration(kubeconfig: str | None = None, context: str | None = None):
-    """The client configuration and a short text saying where it came from."""
+#: runs an exec credential plugin (argv[2:]) for at most argv[1] seconds: the client library waits
+#: for it without a bound
+_BOUNDED_PLUGIN = """import subprocess, sys
+try:
+    sys.exit(subprocess.run(sys.argv[2:], timeout=float(sys.argv[1])).returncode)
+except subprocess.TimeoutExpired:
+    sys.exit(f"the exec credential plugin {sys.argv[2]} did not answer within {sys.argv[1]} s (cluster.timeouts.api_s)")
+except OSError as exc:
+    sys.exit(f"the exec credential plugin {sys.argv[2]} could not start: {exc.strerror or exc}")
+"""
+
+
+def _bound_exec_plugins(merged, timeout: float) -> None:
+    """Every ``users[].user.exec`` of a merged kubeconfig run under ``timeout`` (also when the
+    client runs it again to refresh an expired token). The merged config is never written back."""
+    for user in merged.value.get("users") or []:
+        spec = user.value.get("user") if hasattr(user, "value") else None
+        plugin = spec.get("exec") if isinstance(spec, dict) else None
+        if isinstance(plugin, dict) and plugin.get("command"):
+            plugin["args"] = ["-c", _BOUNDED_PLUGIN, f"{timeout:g}", str(plugin["command"]),
+                              *[str(a) for a in plugin.get("args") or []]]
+            plugin["command"] = sys.executable
+
+
+@contextlib.contextmanager
+def _plugin_errors():
+    """What the client library logs (and otherwise swallows) about a failed exec plugin."""
+    errors: list[str] = []
+
+    class Handler(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.module == "kube_config" and record.levelno >= logging.ERROR:
+                errors.append(record.getMessage())
+    handler = Handler()
+    logging.getLogger().addHandler(handler)
+    try:
+        yield errors
+    finally:
+        logging.getLogger().removeHandler(handler)
+
+
+def load_configuration(kubeconfig: str | None = None, context: str | None = None, timeout: float = 15):
+    """The client configuration and a short text saying where it came from; an exec credential
+    plugin is given ``timeout`` seconds to answer."""
     client, config, _, ConfigException = _k8s()
     cfg = client.Configuration()
     env = os.environ.get("KUBECONFIG")
@@ -162,7 +209,14 @@ def load_configuration(kubeconfig: str | None = None, context: str | None = None
             if path and not Path(path).exists():
                 raise Unreachable(f"kubeconfig {shown} does not exist: pass --kubeconfig=PATH, set "
                                   f"KUBECONFIG, or run the suite in a pod (in-cluster config)")
-            config.load_kube_config(config_file=path, context=context, client_configuration=cfg)
+            merged = config.kube_config.KubeConfigMerger(path or env)
+            if merged.config is None:
+                raise ConfigException(f"{shown}: no configuration found")
+            _bound_exec_plugins(merged.config, timeout)
+            with _plugin_errors() as errors:
+                config.kube_config.KubeConfigLoader(config_dict=merged.config, active_context=context).load_and_set(cfg)
+            if errors and not (cfg.api_key or cfg.cert_file):  # the library logs a failed plugin and goes on
+                raise ConfigException(errors[-1])
             source = f"kubeconfig {shown}" + (f" (context {context})" if context else "")
         else:
             if context:
@@ -171,7 +225,7 @@ def load_configuration(kubeconfig: str | None = None, context: str | None = None
             config.incluster_config.InClusterConfigLoader(
                 token_filename=str(sa / "token"), cert_filename=str(sa / "ca.crt")).load_and_set(cfg)
             source = "in-cluster service account"
-    except (ConfigException, OSError, ValueError, TypeError, yaml.YAMLError) as exc:
+    except (ConfigException, OSError, ValueError, TypeError, AttributeError, yaml.YAMLError) as exc:
         text = str(exc).strip().splitlines()
         raise Unreachable(f"cannot load cluster config: {text[0] if text else type(exc).__name__}") from None
     cfg.retries = 0  # retries are ours (tenacity, under a deadline), not urllib3's
@@ -208,6 +262,7 @@ class Cluster:
         ApiException = _k8s()[2]
         retrying = Retrying(stop=stop_after_delay(deadline_s), wait=wait_exponential(multiplier=0.2, max=2),
                             retry=retry_if_exception(transient), reraise=True)
+        started = time.monotonic()
         try:
             return retrying(fn, *args, **kwargs)
         except ApiException as exc:
@@ -219,8 +274,12 @@ class Cluster:
             refusal = tls_refusal(self.server, self.api.configuration.ssl_ca_cert, exc)
             if refusal:
                 raise Unreachable(f"{refusal} ({self.source})") from None
-            raise Unreachable(f"API server {self.server} unreachable ({self.source}) while {what}: "
-                              f"{api_error_line(exc)}") from None
+            line = (f"API server {self.server} unreachable ({self.source}) while {what}: "
+                    f"{api_error_line(exc)}")
+            waited = time.monotonic() - started
+            if waited >= self.timeout and not self.stalled:  # a whole api_s without a connection: dead
+                self.stalled = f"{line} (for {waited:.0f} s; cluster.timeouts.api_s: given up for the run)"
+            raise Unreachable(line) from None
 
     def _send(self, method: str, path: str, query: dict[str, Any] | None = None, body: Any = None,
               content_type: str = "application/json", timeout: float | None = None):
@@ -301,7 +360,7 @@ class Cluster:
 
 def connect(kubeconfig: str | None = None, context: str | None = None, *, timeout: float = 15) -> Cluster:
     """A :class:`Cluster` for the configured API server (no request is sent yet)."""
-    cfg, source = load_configuration(kubeconfig, context)
+    cfg, source = load_configuration(kubeconfig, context, timeout)
     return Cluster(counting_client(cfg), source, timeout)
 
 

@@ -2,6 +2,8 @@
 three layers ("blocked by <check>", gpuconform/plugin/gating.py)."""
 from __future__ import annotations
 
+import shlex
+
 import pytest
 import testinfra
 from _pytest.mark.expression import Expression  # as tests/cluster/conftest.py reads -m
@@ -45,6 +47,17 @@ def probe_script(loaded: profile_mod.LoadedProfile):
     return lambda token, deadline_s: probe.build_script(inputs, command_s, deadline_s=deadline_s, token=token)
 
 
+#: all the environment a probe of the pool gets: never the runner's own (its DEX_PW, GITHUB_TOKEN,
+#: SLACK_WEBHOOK_URL...), which local:// and chroot hosts would otherwise inherit and a host tool print
+PROBE_ENV = ("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/")
+
+
+def in_clean_environment(script_for):
+    """``script_for`` with each script run by ``env -i`` with :data:`PROBE_ENV` only."""
+    env = " ".join(PROBE_ENV)
+    return lambda token, deadline_s: f"env -i {env} sh -c {shlex.quote(script_for(token, deadline_s))}"
+
+
 POOL = pytest.StashKey[FactsPool]()
 
 
@@ -53,7 +66,7 @@ def facts_pool(config: pytest.Config) -> FactsPool:
     order given: an xdist worker probes only the hosts it gets, as their checks ask."""
     if POOL not in config.stash:
         loaded: profile_mod.LoadedProfile = config.stash[keys.PROFILE]
-        config.stash[POOL] = FactsPool(probe_script(loaded), loaded.profile.timeouts.probe_s,
+        config.stash[POOL] = FactsPool(in_clean_environment(probe_script(loaded)), loaded.profile.timeouts.probe_s,
                                        loaded.profile.parallel_probes)
         if not hasattr(config, "workerinput"):
             for h in all_hosts(config):  # probe every host at once, not one by one

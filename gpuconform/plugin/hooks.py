@@ -4,6 +4,7 @@ The logic lives in gpuconform/report/; this file wires it to pytest."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import signal
 import threading
@@ -13,7 +14,6 @@ import pytest
 
 from gpuconform import __version__
 from gpuconform import profile as profile_mod
-from gpuconform import yamlfile
 from gpuconform.checks import fix_for
 from gpuconform.node import remediation
 from gpuconform.plugin import inputs, keys, remediation_fixtures
@@ -152,19 +152,16 @@ class Hooks:
         self.config = config
         self.suite = suite
         opt = config.option
-        path = opt.gpuconform_profile or str(Path(suite, "profiles", "seed-h100.yaml"))
+        path = inputs.profile_path(opt.gpuconform_profile, str(Path(suite, "profiles", "seed-h100.yaml")))
         try:
             self.profile = profile_mod.load(path)
             self.waivers = waivers_mod.load(opt.gpuconform_waivers) if opt.gpuconform_waivers else ()
             baseline, fail_on_drift = drift_mod.options(opt.gpuconform_baseline, opt.gpuconform_fail_on_drift)
         except (profile_mod.ProfileError, waivers_mod.WaiverError, drift_mod.BaselineError) as exc:
             raise pytest.UsageError(str(exc)) from None
-        if opt.gpuconform_kubeconfig:
-            yamlfile.read_mapping(opt.gpuconform_kubeconfig, "kubeconfig (--kubeconfig)", inputs.InputError)
-        for flag, value in (("--ssh-config", getattr(opt, "ssh_config", None)),
-                            ("--ssh-identity-file", getattr(opt, "ssh_identity_file", None))):
-            if value:
-                yamlfile.read_file(value, flag, inputs.InputError)
+        inputs.kubeconfig(opt.gpuconform_kubeconfig, opt.gpuconform_context, os.environ.get("KUBECONFIG"))
+        inputs.files({"--ssh-config": getattr(opt, "ssh_config", None),
+                      "--ssh-identity-file": getattr(opt, "ssh_identity_file", None)})
         self.today = waivers_mod.today_utc()
         config.stash[keys.PROFILE] = self.profile
         wanted = remediation_fixtures.selection(opt.gpuconform_remediate, opt.gpuconform_remediate_checks)

@@ -1,9 +1,11 @@
 """Every command-line input checked once, before anything runs: a mistake is one line naming the
 input and what was expected (pytest shows it as ``ERROR: <line>`` and exits 4).
 
-The files the options name (profile, waivers, kubeconfig) are read through
-:mod:`gpuconform.yamlfile`, which checks what kind of file they are; this module checks the rest:
-host specs, the report folder and name.
+Every file an input names (profile, waivers, baseline, kubeconfig from --kubeconfig or
+$KUBECONFIG, ssh files) goes through one gate, :func:`gpuconform.yamlfile.read_file`: a regular
+file, its size capped, read with that bound (never a FIFO that blocks, never ``/dev/zero``). This
+module checks the rest: the profile's path, the kubeconfig's context and server, host specs, the
+report folder and name.
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ from pathlib import Path
 import pytest
 import testinfra.backend
 
+from gpuconform import yamlfile
 from gpuconform.node import k8s_node
+from gpuconform.redact import redact
 
 k8s_node.register_backend()  # k8s-node:// hosts: node checks through probe pods
 
@@ -25,10 +29,94 @@ SSH_BACKENDS = ("ssh", "safe-ssh", "paramiko")
 _MAX_PORT = 65535
 #: testinfra's query parameters that it reads as whole numbers, with the least each may be
 _NUMBER_QUERY = {"timeout": 1, "controlpersist": 0, "read_timeout_sec": 1, "operation_timeout_sec": 1}
+#: the client library's default kubeconfig
+DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
 class InputError(pytest.UsageError):
-    """A bad input; str() is the one line shown."""
+    """A bad input; str() is the one line shown, secrets masked (``ssh://root:pw@gpu-1:99999``)."""
+
+    def __init__(self, line: str):
+        super().__init__(redact(line))
+
+
+def profile_path(value: str | None, default: str) -> str:
+    """--profile, else $GPUCONFORM_PROFILE (the option's default), else the shipped profile; an
+    empty value is a mistake (a variable that expanded to nothing), not "the default"."""
+    if value is None:
+        return default
+    if not value.strip():
+        raise InputError("--profile / $GPUCONFORM_PROFILE: empty; name a profile file (or leave both unset "
+                         "for profiles/seed-h100.yaml)")
+    return value
+
+
+def files(options: dict[str, str | None]) -> None:
+    """The files named by options (``{"--ssh-config": path}``) through the gate."""
+    for flag, path in options.items():
+        if path:
+            yamlfile.read_file(path, flag, InputError)
+
+
+def kubeconfig(option: str | None, context: str | None, env: str | None) -> None:
+    """The kubeconfig the cluster layer will read (--kubeconfig, else each file of $KUBECONFIG that
+    exists) through the gate, and, as the client library would choose them, the context (--context
+    or current-context) and its server URL: a wrong name or a malformed URL is bad input, not a
+    cluster that does not answer."""
+    default = os.path.expanduser(DEFAULT_KUBECONFIG)
+    if option:
+        paths, what = [option], "kubeconfig (--kubeconfig)"
+    elif env:
+        paths, what = [p for p in env.split(os.pathsep) if p and os.path.lexists(p)], "kubeconfig ($KUBECONFIG)"
+    elif context is not None and os.path.lexists(default):  # else the run may not need a cluster at all
+        paths, what = [default], "kubeconfig"
+    else:
+        return
+    contexts: dict[str, object] = {}
+    clusters: dict[str, tuple[str, object]] = {}
+    current = None
+    for path in paths:
+        _, data = yamlfile.read_mapping(path, what, InputError)
+        for name, entry in _named(data.get("contexts")):
+            contexts.setdefault(name, entry.get("context"))
+        for name, entry in _named(data.get("clusters")):
+            clusters.setdefault(name, (path, entry.get("cluster")))
+        if current is None and isinstance(data.get("current-context"), str):
+            current = data["current-context"]
+    if context is not None and context not in contexts:
+        shown = ", ".join(sorted(contexts)[:10]) or "none"
+        raise InputError(f"--context={context}: no such context in {os.pathsep.join(paths)} (its contexts: {shown})")
+    chosen = contexts.get(context or current or "")
+    name = chosen.get("cluster") if isinstance(chosen, dict) else None
+    path, cluster = clusters.get(name, (None, None)) if isinstance(name, str) else (None, None)
+    server = cluster.get("server") if isinstance(cluster, dict) else None
+    if server is not None:
+        why = _server_url(server)
+        if why:
+            raise InputError(f"{path}: clusters[{name}].server {server!r}: {why}")
+
+
+def _named(items) -> list[tuple[str, dict]]:
+    return [(i["name"], i) for i in items if isinstance(i, dict) and isinstance(i.get("name"), str)] \
+        if isinstance(items, list) else []
+
+
+def _server_url(server) -> str | None:
+    """Why ``server`` is not an API server URL the client can use, or None."""
+    if not isinstance(server, str):
+        return "not a URL"
+    try:
+        url = urllib.parse.urlsplit(server)
+        port = url.port
+    except ValueError as exc:
+        return f"not a URL ({exc})"
+    if url.scheme not in ("https", "http"):
+        return "not an https:// or http:// URL"
+    if not url.hostname:
+        return "no host name"
+    if port is not None and not 0 < port <= _MAX_PORT:
+        return f"port {port} is not in 1-{_MAX_PORT}"
+    return None
 
 
 def host_specs(raw: str, connection: str | None, where: str, connect_timeout_s: int) -> str:
@@ -97,8 +185,10 @@ def _host_spec(spec: str, connection: str | None, where: str, connect_timeout_s:
 
 
 def report_name(name: str) -> str:
-    """A report name is a plain file name inside --report-dir (no folder, no '..')."""
-    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("."):
+    """A report name is a plain file name inside --report-dir (no folder, no '..', no control
+    character: a newline would forge lines wherever the name is shown)."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or name.startswith(".") \
+            or any(ch < " " or ch == "\x7f" for ch in name):
         raise InputError(f"--report-name {name!r}: a plain file name without folders or a leading "
                          f"dot (the report goes to --report-dir)")
     if len(name.encode()) > 200:

@@ -15,7 +15,7 @@ def _connect(config: pytest.Config, prof: profile_mod.Profile):
     from gpuconform.cluster.connect import Cluster, counting_client, load_configuration
     opt = config.option
     cfg, source = load_configuration(getattr(opt, "gpuconform_kubeconfig", None),
-                                     getattr(opt, "gpuconform_context", None))
+                                     getattr(opt, "gpuconform_context", None), prof.cluster.timeouts.api_s)
     cfg.connection_pool_maxsize = max(cfg.connection_pool_maxsize or 1, prof.k8s_node.parallel)
     return Cluster(counting_client(cfg), source, prof.cluster.timeouts.api_s)
 

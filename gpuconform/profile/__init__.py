@@ -52,9 +52,9 @@ class ProfileError(Exception):
 
 
 class Timeouts(Strict):
-    probe_s: float = Field(120, gt=0, description="the whole node probe of one host, connection included")
-    command_s: int = Field(30, gt=0, description="one command of the probe on a host")
-    ssh_connect_s: int = Field(10, gt=0, description="opening the SSH connection to a host (ssh, paramiko)")
+    probe_s: float = Field(120, gt=0, le=86400, description="the whole node probe of one host, connection included")
+    command_s: int = Field(30, gt=0, le=86400, description="one command of the probe on a host")
+    ssh_connect_s: int = Field(10, gt=0, le=3600, description="opening the SSH connection to a host (ssh, paramiko)")
 
 
 class Profile(Strict):

@@ -7,10 +7,14 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict
 
+#: a CA bundle or password file the profile names: far below this
+MAX_FILE_BYTES = 4 << 20
+
 
 class Strict(BaseModel):
-    """A profile section: unknown keys are mistakes, values do not change after load."""
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """A profile section: unknown keys are mistakes, values do not change after load, numbers are
+    finite (every number field has its bounds too: a count of 10**9 GPUs is a typo, not a plan)."""
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 def _fnmatch_pattern(pattern: str) -> str:
@@ -35,6 +39,8 @@ def _readable_file(path: str | None) -> str | None:
     if path is not None and not os.path.isfile(path):
         raise ValueError(f"{path}: " + ("a directory, not a file" if os.path.isdir(path) else
                                         "no such file" if not os.path.exists(path) else "not a regular file"))
+    if path is not None and os.path.getsize(path) > MAX_FILE_BYTES:
+        raise ValueError(f"{path}: {os.path.getsize(path)} bytes, more than {MAX_FILE_BYTES >> 20} MiB")
     return path
 
 

@@ -99,9 +99,9 @@ class MigAssignment(Strict):
 
 class GpuWorkers(Strict):
     selector: str = Field("nvidia.com/gpu.present=true", description="label selector of the GPU workers")
-    min_count: int = Field(1, ge=0, description="at least this many GPU workers (the article: 3)")
+    min_count: int = Field(1, ge=0, le=100_000, description="at least this many GPU workers (the article: 3)")
     product: str = Field("NVIDIA-H100-80GB-HBM3", description="nvidia.com/gpu.product label (GFD)")
-    count: int = Field(8, ge=0, description="nvidia.com/gpu.count label: GPUs per worker")
+    count: int = Field(8, ge=0, le=64, description="nvidia.com/gpu.count label: GPUs per worker")
     mig_configs: tuple[MigAssignment, ...] = Field(
         (), description="nvidia.com/mig.config per node, first match wins")
     default_mig_config: str | None = Field(
@@ -130,12 +130,12 @@ class MigReconfigure(Strict):
 
 
 class ClusterTimeouts(Strict):
-    api_s: float = Field(15, gt=0, description="first contact with the API server, and each request")
-    pod_run_s: float = Field(300, gt=0, description="a workload pod from creation to Succeeded/Failed")
-    image_pull_s: float = Field(300, gt=0, description="a pod stuck pulling its image this long: give up")
-    event_s: float = Field(60, gt=0, description="waiting for an expected event (FailedScheduling)")
-    namespace_s: float = Field(60, gt=0, description="run namespace ready (service account) / pods deleted")
-    mig_reconfigure_s: float = Field(900, gt=0, description="after a relabel: mig.config.state back to success "
+    api_s: float = Field(15, gt=0, le=86400, description="first contact with the API server, and each request")
+    pod_run_s: float = Field(300, gt=0, le=86400, description="a workload pod from creation to Succeeded/Failed")
+    image_pull_s: float = Field(300, gt=0, le=86400, description="a pod stuck pulling its image this long: give up")
+    event_s: float = Field(60, gt=0, le=86400, description="waiting for an expected event (FailedScheduling)")
+    namespace_s: float = Field(60, gt=0, le=86400, description="run namespace ready (service account) / pods deleted")
+    mig_reconfigure_s: float = Field(900, gt=0, le=86400, description="after a relabel: mig.config.state back to success "
                                                             "and allocatable converged to the mig-parted config")
 
 

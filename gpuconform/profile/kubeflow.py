@@ -25,7 +25,7 @@ class KubeflowIngress(Strict):
     namespace: str = Field("istio-system", description="namespace of the Ingress")
     ingress_class: str | None = Field("nginx", description="spec.ingressClassName; null: not checked")
     service: str = Field("istio-ingressgateway", description="backend Service the Ingress must route to")
-    port: int = Field(80, description="backend Service port")
+    port: int = Field(80, ge=1, le=65535, description="backend Service port")
 
 
 class KubeflowIssuer(Strict):
@@ -46,7 +46,7 @@ KUBEFLOW_WEB_APPS = tuple(KubeflowWebApp(**app) for app in catalogs.KUBEFLOW_WEB
 
 
 class KubeflowTimeouts(Strict):
-    http_s: float = Field(15, gt=0, description="one HTTP request to the Kubeflow endpoint")
+    http_s: float = Field(15, gt=0, le=3600, description="one HTTP request to the Kubeflow endpoint")
 
 
 class KubeflowExpectations(Strict):
@@ -54,7 +54,7 @@ class KubeflowExpectations(Strict):
         None, description="https://<host>[:port]/ users open; null: the kubeflow layer is skipped")
     ca_bundle: FilePath = Field(None, description="PEM CA bundle the served certificate must verify against; "
                                                     "null: the system trust store")
-    cert_min_days: int = Field(14, ge=0, description="warn when the served certificate expires sooner "
+    cert_min_days: int = Field(14, ge=0, le=3650, description="warn when the served certificate expires sooner "
                                                      "(an expired certificate fails)")
     production: bool = Field(True, description="true: the default user@example.com / 12341234 must be rejected")
     cookie_name: str = Field("oauth2_proxy_kubeflow", description="oauth2-proxy session cookie (cookie_name)")

@@ -65,7 +65,7 @@ class Driver(Strict):
 
 class Gpu(Strict):
     product: str = Field(..., description="nvidia-smi product name of every GPU, e.g. 'NVIDIA H100 80GB HBM3'")
-    count: int = Field(..., ge=0, description="GPUs nvidia-smi must list (and /dev/nvidia0..N-1)")
+    count: int = Field(..., ge=0, le=64, description="GPUs nvidia-smi must list (and /dev/nvidia0..N-1)")
     ecc: Literal["enabled", "any"] = Field("enabled", description="'enabled': ECC on for every GPU")
 
 
@@ -94,9 +94,9 @@ class ContainerRuntime(Strict):
 
 
 class SysctlRule(Strict):
-    eq: int | None = Field(None, description="the value must equal this")
-    max: int | None = Field(None, description="the value must be at most this")
-    min: int | None = Field(None, description="the value must be at least this")
+    eq: int | None = Field(None, ge=-(1 << 64), le=1 << 64, description="the value must equal this")
+    max: int | None = Field(None, ge=-(1 << 64), le=1 << 64, description="the value must be at most this")
+    min: int | None = Field(None, ge=-(1 << 64), le=1 << 64, description="the value must be at least this")
 
 
 class Mig(Strict):
@@ -105,7 +105,7 @@ class Mig(Strict):
 
 
 class Health(Strict):
-    xid_allowed: tuple[int, ...] = Field((), description="Xid codes tolerated in the kernel log since boot")
+    xid_allowed: tuple[Annotated[int, Field(ge=0, le=65535)], ...] = Field((), description="Xid codes tolerated in the kernel log since boot")
 
 
 class NodeExpectations(Strict):
@@ -181,6 +181,6 @@ class K8sNodeProbes(Strict):
                                    "the internal mirror of any image with a chroot binary)")
     image_pull_policy: Literal["IfNotPresent", "Always", "Never"] = Field(
         "IfNotPresent", description="imagePullPolicy of the probe pods")
-    start_s: float = Field(120, gt=0, description="a probe pod from creation until it runs (scheduling, "
+    start_s: float = Field(120, gt=0, le=86400, description="a probe pod from creation until it runs (scheduling, "
                                                   "image pull); timeouts.probe_s then bounds the probe")
     parallel: int = Field(32, gt=0, le=256, description="API requests in flight at once (pod creates, log reads)")

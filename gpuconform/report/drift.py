@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 
 import pydantic
 
+from gpuconform import yamlfile
 from gpuconform.redact import redact
 from gpuconform.report.model import BASELINE_SCHEMAS, DRIFT_KINDS, LAYERS, Results
 
 FAILING = ("fail", "error")
+#: a results file of thousands of hosts with every pass's evidence stays far below this
+BASELINE_MAX_BYTES = 256 << 20
 
 
 class BaselineError(ValueError):
@@ -41,19 +43,23 @@ def fail_on_kinds(text: str | None) -> tuple[str, ...]:
 def load_baseline(path: str) -> tuple[dict, str]:
     """(the baseline document, sha256 of its file); BaselineError naming the file otherwise."""
     try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise BaselineError(f"--baseline={path}: cannot read it: {exc.strerror or exc}") from None
+        data = yamlfile.read_file(path, "it", BaselineError, BASELINE_MAX_BYTES)
+    except BaselineError as exc:  # "<path>: cannot read it: ...", said as every line here says it
+        raise BaselineError(f"--baseline={exc}") from None
     try:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BaselineError(f"--baseline={path}: not JSON ({exc})") from None
+    except RecursionError:
+        raise BaselineError(f"--baseline={path}: not JSON (nested too deeply)") from None
     schema = doc.get("schema") if isinstance(doc, dict) else None
     if schema not in BASELINE_SCHEMAS:
         raise BaselineError(f"--baseline={path}: schema {schema!r} is not a gpuconform results file "
                             f"({' or '.join(BASELINE_SCHEMAS)})")
     try:
         Results.model_validate({**doc, "schema": BASELINE_SCHEMAS[-1]})
+    except RecursionError:
+        raise BaselineError(f"--baseline={path}: nested too deeply for a results file") from None
     except pydantic.ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])

@@ -4,7 +4,7 @@ File shape (``--waivers=PATH``)::
 
     waivers:
       - check: node.fabricmanager.*        # check id, glob; or id[param]
-        host: "gpu-worker-3*"              # host/node pattern, glob (default "*")
+        host: "gpu-worker-[34]*"           # host/node pattern, fnmatch as in profile groups (default "*")
         reason: "NVSwitch board replaced on 2026-12-01, FM reinstalled then"
         owner: "platform-team@bank.example"
         expires: 2026-12-15                # valid through that day (UTC)
@@ -17,12 +17,14 @@ one line: file, field path, what was wrong.
 from __future__ import annotations
 
 import datetime as dt
+import fnmatch
 import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gpuconform import yamlfile
+from gpuconform.profile._base import Pattern
 
 
 def _glob(pattern: str) -> re.Pattern:
@@ -38,7 +40,7 @@ class Waiver(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     check: str = Field(..., min_length=1, description="check id or glob (node.dkms.*), optionally id[param]")
-    host: str = Field("*", min_length=1, description="host/node name or glob")
+    host: Pattern = Field("*", description="host/node name or fnmatch pattern (an unclosed '[' is refused)")
     reason: str = Field(..., min_length=3, description="why the failure is accepted")
     owner: str = Field(..., min_length=1, description="who answers for it")
     expires: dt.date = Field(..., description="last day the waiver holds (YYYY-MM-DD)")
@@ -52,7 +54,7 @@ class Waiver(BaseModel):
 
     def matches(self, check_id: str, param: str | None, host: str | None) -> bool:
         ids = [check_id] + ([f"{check_id}[{param}]"] if param is not None else [])
-        return any(_glob(self.check).fullmatch(i) for i in ids) and bool(_glob(self.host).fullmatch(host or ""))
+        return any(_glob(self.check).fullmatch(i) for i in ids) and fnmatch.fnmatchcase(host or "", self.host)
 
     def expired(self, today: dt.date) -> bool:
         return today > self.expires

@@ -84,11 +84,15 @@ def test_missing_kubeconfig_from_the_environment(tmp_path):
     _assert_one_line_and_blocked(proc, results, "cannot load cluster config")
 
 
-def test_context_option(platform, run_cluster):
-    """--context picks a kubeconfig context; one that does not exist is one line, not a traceback."""
-    proc, results = run_cluster("-k", "test_api", "--context=no-such-context")
-    _assert_one_line_and_blocked(proc, results, "cannot load cluster config")
-    assert "no-such-context" in results[REACHABLE]["message"]
+def test_context_option(platform, tmp_path):
+    """--context picks a kubeconfig context; one that does not exist is bad input (issue 28): one
+    line naming it and the contexts there are, exit 4, nothing run (not a cluster that fails)."""
+    from runner import run_suite
+    proc, doc = run_suite("-m", "cluster", "-q", f"--kubeconfig={platform.kubeconfig}", "--context=no-such-context",
+                          report_dir=tmp_path / "reports", timeout=120)
+    assert proc.returncode == 4 and doc is None, proc.stdout[-3000:] + proc.stderr
+    assert proc.stderr.strip() == (f"ERROR: --context=no-such-context: no such context in {platform.kubeconfig} "
+                                   f"(its contexts: gpuconform-testbed)"), proc.stderr
 
 
 def test_in_cluster_service_account(platform, tmp_path):
@@ -138,7 +142,8 @@ def test_in_cluster_service_account(platform, tmp_path):
 
 class _ApiServer(http.server.BaseHTTPRequestHandler):
     """Answers /version; everything else: ``server.mode`` "answer", "hang" (until the test
-    ends) or "unauthorized" (every path, as an API server refusing the token)."""
+    ends), "die" (the server stops at the first such request: later connections are refused, as
+    of a killed kube-apiserver) or "unauthorized" (every path, as an API server refusing the token)."""
 
     def do_GET(self):
         mode = self.server.mode
@@ -149,6 +154,11 @@ class _ApiServer(http.server.BaseHTTPRequestHandler):
             return self._json(200, {"major": "1", "minor": "35", "gitVersion": "v1.35.8"})
         if mode == "hang":
             self.server.release.wait(120)
+            return None
+        if mode == "die":
+            server = self.server
+            threading.Thread(target=lambda: (server.shutdown(), server.server_close()), daemon=True).start()
+            self.close_connection = True
             return None
         return self._json(404, {"kind": "Status", "message": "not found", "code": 404})
 
@@ -256,4 +266,17 @@ def test_stalled_server_costs_one_deadline(api_server, tmp_path):
     cause = f"stopped answering: no answer to GET /api/v1/nodes within {api_s} s (cluster.timeouts.api_s)"
     _assert_one_line_and_blocked(proc, results, cause)
     assert all(cause in r["message"] for r in results.values()), {k: r["message"] for k, r in results.items()}
+    assert elapsed < api_s + 20, f"the cluster layer took {elapsed:.0f} s with api_s {api_s}"
+
+
+def test_dead_server_costs_one_deadline(api_server, tmp_path):
+    """Issue 28: an API server killed after the first contact (connections refused from then on):
+    the cluster layer gives up within about one api_s, not one api_s per check."""
+    from testbed.kubeflow.pki import TestCA
+    ca = TestCA(tmp_path / "pki", "ours")
+    port = api_server("die", ca.issue("apiserver", ["127.0.0.1"]))
+    api_s = 6
+    proc, results, elapsed = _cluster_layer(tmp_path, _loopback_kubeconfig(tmp_path, port, ca), api_s)
+    given_up = [r for r in results.values() if "given up for the run" in r["message"]]
+    assert given_up, {k: r["message"] for k, r in results.items()}
     assert elapsed < api_s + 20, f"the cluster layer took {elapsed:.0f} s with api_s {api_s}"

@@ -22,7 +22,25 @@ PLANTED = {
     "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJwbDRudCJ9.UGw0bnRKd3RTaWc",
     "kernel_param": "Pl4ntKernelPass",
     "metadata_token": "Pl4ntMetaT0ken",
+    # issue 28
+    "toml_triple_double": "Pl4ntTripleDouble",
+    "toml_triple_single": "Pl4ntTripleSingle",
+    "toml_multi_line": "Pl4ntMultiL1ne",
+    "toml_escaped_quote": "Pl4ntEscapedTail",
+    "value_with_spaces": "Pl4ntSecondWord",
+    "registry_token_list": "Pl4ntRegistryT0ken",
+    "authorization_token_ghp": "ghp_Pl4ntGitHubT0ken0123456789abcdefABCD",
+    "slack_webhook": "Pl4ntSlackWebhookPath",
+    "aws_access_key": "AKIAPL4NTEXAMPLE0001",
+    "pem_without_end": "Pl4ntPemCutB0dy",
+    "kernel_root_pass": "Pl4ntRootPass",
+    "kernel_luks_key": "Pl4ntLuksKey",
+    "runner_env_dex_pw": "Pl4ntRunnerDexPw",
+    "runner_env_slack_webhook": "Pl4ntRunnerWebhook",
 }
+#: the runner's own environment: a host tool that prints its environment must not carry it out
+RUNNER_ENV = {"DEX_PW": PLANTED["runner_env_dex_pw"],
+              "SLACK_WEBHOOK_URL": f"https://hooks.slack.com/services/T0RUN0001/B0RUN0002/{PLANTED['runner_env_slack_webhook']}"}
 CONTAINERD_LINES = f"""
 # environment of the node agent: DB_PASS={PLANTED['db_pass']} MYSQL_PWD={PLANTED['mysql_pwd']}
 # GITHUB_TOKEN={PLANTED['env_token']} AWS_SECRET_ACCESS_KEY={PLANTED['env_secret_key']}
@@ -36,7 +54,22 @@ CONTAINERD_LINES = f"""
 # {PLANTED['pem_block']}
 # -----END CERTIFICATE-----
 # id token {PLANTED['jwt']}
+# password = \"\"\"{PLANTED['toml_triple_double']}\"\"\"
+# db_password = '''{PLANTED['toml_triple_single']}'''
+# ldap_password = \"\"\"
+# {PLANTED['toml_multi_line']}
+# \"\"\"
+# proxy_password = "esc\\"{PLANTED['toml_escaped_quote']}"
+# bind_password = first {PLANTED['value_with_spaces']}
+# [plugins."io.containerd.grpc.v1.cri".registry.headers]
+#   X-Registry-Token = ["{PLANTED['registry_token_list']}"]
+#   Authorization: token {PLANTED['authorization_token_ghp']}
+# alerts to https://hooks.slack.com/services/T0PLANT01/B0PLANT02/{PLANTED['slack_webhook']}
+# aws_access_key_id {PLANTED['aws_access_key']}
 """
+#: a private key whose END the evidence's 40-line cut leaves out
+PEM_CUT = "# -----BEGIN OPENSSH PRIVATE KEY-----\n" + f"# {PLANTED['pem_without_end']}\n" * 12 + \
+    "# -----END OPENSSH PRIVATE KEY-----\n"
 
 
 @pytest.fixture(scope="module")
@@ -44,15 +77,20 @@ def leaky_run(tmp_path_factory):
     base = tmp_path_factory.mktemp("secrets")
     root = rootfs.render(scenarios.build("gpu-good"), base / "leaky")
     cfg = root / "etc/containerd/config.toml"
-    cfg.write_text(CONTAINERD_LINES + cfg.read_text())
+    head = CONTAINERD_LINES + "".join("# padding\n" for _ in range(36 - CONTAINERD_LINES.count("\n")))
+    cfg.write_text(head + PEM_CUT + cfg.read_text())
+    dump = root / "usr/bin/containerd"  # the host's containerd prints the environment it was given
+    assert "'config dump') cat" in dump.read_text()
+    dump.write_text(dump.read_text().replace("'config dump') cat", "'config dump') env | sed 's/^/# env /'; cat"))
     profile = base / "profile.yaml"
     seed = (REPO / "profiles" / "seed-h100.yaml").read_text()
     assert "rd.driver.blacklist=nouveau]" in seed
     profile.write_text(seed.replace("rd.driver.blacklist=nouveau]",
-                                    f"rd.driver.blacklist=nouveau, ipa.password={PLANTED['kernel_param']}]"))
+                                    f"rd.driver.blacklist=nouveau, ipa.password={PLANTED['kernel_param']}, "
+                                    f"root_pass={PLANTED['kernel_root_pass']}, luks.key={PLANTED['kernel_luks_key']}]"))
     folder = base / "reports"
     r = run(folder, "-m", "node", "-l", "-k", "containerd or cmdline", *hosts_arg([root]), f"--profile={profile}",
-            f"--junitxml={folder / 'junit.xml'}", "--metadata", "token", PLANTED["metadata_token"])
+            f"--junitxml={folder / 'junit.xml'}", "--metadata", "token", PLANTED["metadata_token"], env=RUNNER_ENV)
     assert r.doc is not None and r.html is not None, r.output()
     return r
 
@@ -75,12 +113,18 @@ def test_the_secrets_were_there_to_leak(leaky_run):
     for shape in ("DB_PASS=***", "MYSQL_PWD=***", "GITHUB_TOKEN=***", "AWS_SECRET_ACCESS_KEY=***",
                   "https://robot:***@registry.example", "https://***@cache.example", 'auth = ***',
                   'Authorization = ["Basic ***"]', "-----BEGIN CERTIFICATE----- *** -----END CERTIFICATE-----",
-                  "id token ***"):
+                  "id token ***", 'password = ***', "db_password = ***", "ldap_password = ***",
+                  "proxy_password = ***", "bind_password = ***", "X-Registry-Token = ***", "Authorization: token ***",
+                  "https://hooks.slack.com/services/***", "aws_access_key_id ***",
+                  "-----BEGIN OPENSSH PRIVATE KEY----- *** (cut)", "# env PATH="):
         assert shape in evidence, shape
+    assert "DEX_PW" not in evidence and "SLACK_WEBHOOK_URL" not in evidence  # the probe's environment is clean
     kernel = next(x for x in doc["results"] if x["check_id"] == "node.kernel.cmdline_required"
                   and "ipa" in x["param"])
     assert kernel["param"] == "ipa.password=***" and "ipa.password=***" in kernel["nodeid"]
     assert kernel["verdict"] == "fail"
+    params = {x["param"] for x in doc["results"] if x["check_id"] == "node.kernel.cmdline_required"}
+    assert {"root_pass=***", "luks.key=***"} <= params, params
     assert "--metadata token '***'" in doc["fingerprint"]["command"]
     junit = (leaky_run.folder / "junit.xml").read_text()
     assert re.search(r'name="test_cmdline_has_required_param\[ipa.password=\*\*\*-chroot:', junit)

@@ -15,6 +15,16 @@ GOOD_PROFILE = (REPO / "profiles" / "seed-h100.yaml").read_text()
 KUBEFLOW = "kubeflow:\n  url: https://kubeflow.example/\n"
 
 
+#: each level doubles the one below: 2**30 strings once expanded, a few lines as written
+ALIAS_BOMB = "name: t\na0: &a0 [x, x]\n" + "".join(f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}]\n" for i in range(1, 30))
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: bed, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: abc}}]
+contexts: [{name: bed, context: {cluster: bed, user: u}}]
+current-context: bed
+"""
+
 SMALL_PROFILE = "name: t\nnode:\n  driver: {version: 580.95.05}\n  gpu: {product: NVIDIA H100 80GB HBM3, count: 8}\n"
 
 
@@ -111,6 +121,45 @@ CASES = [
     # ssh files
     ("ssh-config-missing", {}, ["--ssh-config={d}/none"], r"{d}/none: cannot read --ssh-config: No such file or directory"),
     ("ssh-identity-directory", {}, ["--ssh-identity-file={d}"], r"{d}: cannot read --ssh-identity-file: it is a directory"),
+    # issue 28: files that never end or never stop (one gate: regular file, size cap, bounded read)
+    ("baseline-fifo", {"b.json": "fifo"}, ["--baseline={d}/b.json"], r"--baseline={d}/b.json: cannot read it: it is a FIFO, not a regular file"),
+    ("baseline-dev-zero", {}, ["--baseline=/dev/zero"], r"--baseline=/dev/zero: cannot read it: it is a device, not a regular file"),
+    ("kubeconfig-env-fifo", {"kc": "fifo"}, ["ENV:KUBECONFIG={d}/kc"], r"{d}/kc: cannot read kubeconfig \(\$KUBECONFIG\): it is a FIFO"),
+    ("kubeconfig-env-dev-zero", {}, ["ENV:KUBECONFIG=/dev/zero"], r"/dev/zero: cannot read kubeconfig \(\$KUBECONFIG\): it is a device"),
+    # issue 28: profile numbers with bounds, the YAML loader with bounds
+    ("gpu-count-huge", {"p.yaml": profile_with(replace=("count: 8", "count: 1000000000"))}, ["--profile={d}/p.yaml"],
+     r"{d}/p.yaml: node.gpu.count: Input should be less than or equal to \d+, got 1000000000"),
+    ("timeouts-probe-inf", {"p.yaml": profile_with(replace=("probe_s: 120", "probe_s: .inf"))}, ["--profile={d}/p.yaml"],
+     r"{d}/p.yaml: timeouts.probe_s: Input should be a finite number"),
+    ("timeouts-probe-1e300", {"p.yaml": profile_with(replace=("probe_s: 120", "probe_s: 1e300"))}, ["--profile={d}/p.yaml"],
+     r"{d}/p.yaml: timeouts.probe_s: Input should be less than or equal to \d+"),
+    ("timeouts-ssh-2-70", {"p.yaml": profile_with(replace=("ssh_connect_s: 10", f"ssh_connect_s: {2 ** 70}"))}, ["--profile={d}/p.yaml"],
+     r"{d}/p.yaml: timeouts.ssh_connect_s: Input should be less than or equal to \d+"),
+    ("profile-alias-bomb", {"p.yaml": ALIAS_BOMB}, ["--profile={d}/p.yaml"], r"{d}/p.yaml: not valid YAML at line \d+, column \d+: aliases expand to more than \d+ nodes"),
+    ("profile-alias-recursive", {"p.yaml": "name: &a [*a]\n"}, ["--profile={d}/p.yaml"], r"{d}/p.yaml: not valid YAML at line 1, column \d+: an alias that contains itself"),
+    ("profile-deep", {"p.yaml": "name: t\nx: " + "[" * 5000 + "]" * 5000 + "\n"}, ["--profile={d}/p.yaml"],
+     r"{d}/p.yaml: not valid YAML at line 2, column \d+: nested more than 64 levels deep"),
+    ("profile-deep-block", {"p.yaml": "name: t\n" + "".join(" " * i + f"k{i}:\n" for i in range(2000))}, ["--profile={d}/p.yaml"],
+     r"{d}/p.yaml: not valid YAML at line \d+, column \d+: nested more than 64 levels deep"),
+    ("waivers-deep", {"w.yaml": "waivers: " + "[" * 5000 + "]" * 5000 + "\n"}, ["--waivers={d}/w.yaml"],
+     r"{d}/w.yaml: not valid YAML at line 1, column \d+: nested more than 64 levels deep"),
+    ("kubeconfig-deep", {"kc": "apiVersion: v1\nclusters: " + "[" * 5000 + "]" * 5000 + "\n"}, ["--kubeconfig={d}/kc"],
+     r"{d}/kc: not valid YAML at line 2, column \d+: nested more than 64 levels deep"),
+    ("baseline-deep", {"b.json": "[" * 100000 + "]" * 100000}, ["--baseline={d}/b.json"], r"--baseline={d}/b.json: not JSON \(nested too deeply\)"),
+    # issue 28: bad input reported as such, not as a cluster failure or a silent default
+    ("kubeconfig-context-unknown", {"kc": KUBECONFIG}, ["--kubeconfig={d}/kc", "--context=nope"],
+     r"--context=nope: no such context in {d}/kc \(its contexts: bed\)"),
+    ("kubeconfig-server-malformed", {"kc": KUBECONFIG.replace("https://127.0.0.1:6443", "https://[::1:6443")}, ["--kubeconfig={d}/kc"],
+     r"{d}/kc: clusters\[bed\].server 'https://\[::1:6443': not a URL \(Invalid IPv6 URL\)"),
+    ("kubeconfig-server-not-http", {"kc": KUBECONFIG.replace("https://127.0.0.1:6443", "127.0.0.1:6443")}, ["ENV:KUBECONFIG={d}/kc"],
+     r"{d}/kc: clusters\[bed\].server '127.0.0.1:6443': not an https:// or http:// URL"),
+    ("profile-option-empty", {}, ["--profile="], r"--profile / \$GPUCONFORM_PROFILE: empty; name a profile file"),
+    ("profile-env-empty", {}, ["ENV:GPUCONFORM_PROFILE="], r"--profile / \$GPUCONFORM_PROFILE: empty; name a profile file"),
+    ("waivers-host-bad-pattern", {"w.yaml": "waivers:\n  - {check: a, host: 'gpu-[1', reason: why not, owner: me, expires: 2099-01-01}\n"},
+     ["--waivers={d}/w.yaml"], r"{d}/w.yaml: waivers.0.host: Value error, 'gpu-\[1': '\[' without its '\]' \(fnmatch pattern\)"),
+    ("report-name-newline", {}, ["--report-name=a\nb"], r"--report-name 'a\\nb': a plain file name"),
+    ("profile-typo-secret-not-echoed", {"p.yaml": profile_with(KUBEFLOW + "  account: {pasword: Pl4ntTypoValue}\n")}, ["--profile={d}/p.yaml"],
+     r"{d}/p.yaml: kubeflow.account.pasword: Extra inputs are not permitted$"),
 ]
 
 
@@ -141,6 +190,7 @@ def test_bad_input_is_one_line_and_exit_4(tmp_path, files, args, line):
     assert len(lines) == 1 and lines[0].startswith("ERROR: "), out[-3000:]
     assert re.search(line.format(d=re.escape(str(tmp_path))), lines[0]), lines[0]
     assert "Traceback" not in out and "INTERNALERROR" not in out and doc is None
+    assert "Pl4nt" not in out  # a secret-looking value is never echoed
 
 
 def test_there_are_at_least_40_cases():

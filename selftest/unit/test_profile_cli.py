@@ -46,3 +46,16 @@ def test_the_reference_document_is_current():
     """docs/profile-reference.md is what the models say (regenerate: python -m gpuconform profile --markdown)."""
     assert (REPO / "docs" / "profile-reference.md").read_text() == reference.markdown(profile.Profile), (
         "docs/profile-reference.md is stale: python -m gpuconform profile --markdown > docs/profile-reference.md")
+
+
+def test_explain_an_alias_bomb_is_one_line_and_exit_4(tmp_path):
+    """Issue 28: aliases that expand to 2**30 strings, in a profile otherwise valid: refused by
+    the one YAML loader in well under a second, not expanded by validation or printing."""
+    bomb = tmp_path / "p.yaml"
+    levels = "".join(f"x{i}: &x{i} [*x{i - 1}, *x{i - 1}]\n" for i in range(1, 30))
+    bomb.write_text("name: t\nnode:\n  driver: {version: 580.95.05}\n  gpu: {product: X, count: 1}\n"
+                    f"description: ok\nbomb:\n  x0: &x0 [a, b]\n" + "".join("  " + line for line in levels.splitlines(True)))
+    proc = _cli("profile", "--explain", str(bomb))
+    assert proc.returncode == 4 and proc.stdout == "", proc.stderr
+    assert proc.stderr.startswith(f"ERROR: {bomb}: not valid YAML at line ") and \
+        "aliases expand to more than 200000 nodes" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr

@@ -81,3 +81,69 @@ def test_the_word_scan_never_skips_a_pattern_that_would_mask():
     texts += ["\n".join(rng.sample(shapes + plain, 5)) for _ in range(300)]
     for text in texts:
         assert redact(text) == _every_pattern(text), text
+
+
+# issue 28, finding 4: every kind the prober planted on hosts, as the host wrote it
+ISSUE_28_KINDS = [
+    ('password = """Tr1pleD0uble"""', "Tr1pleD0uble"),
+    ("password = '''Tr1pleS1ngle'''", "Tr1pleS1ngle"),
+    ('password = """first line\nSec0ndL1ne"""', "Sec0ndL1ne"),
+    ('password = "esc\\"Esc4pedTail"', "Esc4pedTail"),
+    ("password: two W0rdsHere", "W0rdsHere"),
+    ("password = two W0rdsIni", "W0rdsIni"),
+    ('X-Registry-Token = ["Regi5tryT0ken"]', "Regi5tryT0ken"),
+    ("Authorization: token ghp_0123456789abcdefABCDEF0123456789abcd", "ghp_0123456789abcdef"),
+    ("2026-12-02T10:00:00Z pulled with ghp_0123456789abcdefABCDEF0123456789abcd", "ghp_0123456789abcdef"),
+    ("notify https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/Sl4ckW3bh00kS3cret", "Sl4ckW3bh00kS3cret"),
+    ("aws_access_key_id AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    ("2026-12-02 pod log: using AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAAPemCut\nline2", "PemCut"),
+    ("root_pass=R00tPassParam", "R00tPassParam"),
+    ("luks.key=Luk5KeyParam", "Luk5KeyParam"),
+    ("DEX_PW=D3xPwValue", "D3xPwValue"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ISSUE_28_KINDS, ids=[t[:24] for t, _ in ISSUE_28_KINDS])
+def test_issue_28_kinds_are_masked(text, secret):
+    out = redact(text)
+    assert secret not in out and MASK in out, out
+
+
+def test_toml_parsed_masks_multi_line_values_whole():
+    """A TOML file the host wrote: parsed, the value of a secret-like key masked whole, wherever
+    its lines are."""
+    text = 'name = "x"\n[db]\npassword = """\nL1neOne\nL1neTwo\n"""\nport = 5432\n'
+    out = redact(text)
+    assert "L1neOne" not in out and "L1neTwo" not in out and "port = 5432" in out
+
+
+def test_yaml_parsed_masks_block_scalars_whole():
+    text = "db:\n  password: |\n    Bl0ckOne\n    Bl0ckTwo\n  port: 5432\n"
+    out = redact(text)
+    assert "Bl0ckOne" not in out and "Bl0ckTwo" not in out and "port: 5432" in out
+
+
+def test_runner_environment_secrets_are_masked(monkeypatch):
+    """A secret of the runner's own environment is masked wherever it shows up (a probe that saw
+    it), also under a name no pattern knows."""
+    import gpuconform.redact as redact_mod
+    monkeypatch.setenv("DEX_PW", "Runn3rDexPw")
+    monkeypatch.setenv("SLACK_WEBHOOK_URL", "https://example.invalid/Runn3rW3bhook")
+    redact_mod.runner_secrets.cache_clear()
+    out = redact("env: Runn3rDexPw and https://example.invalid/Runn3rW3bhook")
+    redact_mod.runner_secrets.cache_clear()
+    assert "Runn3rDexPw" not in out and "Runn3rW3bhook" not in out
+
+
+def test_ordinary_facts_with_key_and_pass_words_stay():
+    text = ("iommu.passthrough=1\nbypass_check=1\n{\"pass\": 3, \"fail\": 0}\nverdict: pass\n"
+            "sig_key: 7F:AA:01\nKEYMAP=us\nkeyring: builtin\nmodule.sig_enforce=0")
+    assert redact(text) == text
+
+
+def test_a_json_literal_after_a_quoted_key_masks_that_value_only():
+    """``key = two words`` is masked to the line's end, but not after a quoted key: one-line JSON
+    (a pod spec in evidence) keeps what follows."""
+    out = redact('{"automountServiceAccountToken": false, "serviceAccountName": "gpuconform"}')
+    assert out == '{"automountServiceAccountToken": ***, "serviceAccountName": "gpuconform"}'
