@@ -46,9 +46,8 @@ EXPECTED = {
     "gpu-worker-notready": lambda bed, core: _ready(_node(core, "gpu-worker-3")) == "False",
     "gpu-lost": lambda bed, core: _node(core, "gpu-worker-1").status.allocatable["nvidia.com/mig-1g.10gb"] == "49",
     # the real operator removed the node's deploy labels: no operand is scheduled there
-    "operands-disabled": lambda bed, core: not any(
-        k.startswith("nvidia.com/gpu.deploy.") and k != "nvidia.com/gpu.deploy.operands"
-        for k in _node(core, "gpu-worker-2").metadata.labels) and _ds(bed, "gpu-feature-discovery") == (2, 2),
+    "operands-disabled": lambda bed, core: "nvidia.com/gpu.deploy.device-plugin" not in _node(
+        core, "gpu-worker-2").metadata.labels and _ds(bed, "nvidia-device-plugin-daemonset") == (2, 2),
 }
 
 
