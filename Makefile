@@ -27,6 +27,7 @@ include testbed/hosts.mk
 include testbed/cluster.mk
 include testbed/kubeflow.mk
 include testbed/demo-cluster.mk
+include testbed/gpunode.mk
 
 test: deps $(TEST_DEPS)
 	$(PYTEST) -c selftest/pytest.ini selftest $(PYTEST_ARGS)

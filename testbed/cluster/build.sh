@@ -15,15 +15,8 @@ source "$here/../gobuild.sh"
 gobuild_begin cluster-bins "k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}" \
     kube-apiserver kube-controller-manager kube-scheduler etcd kwok
 
-# /version must report the built release, not v0.0.0
-k8s_minor="${K8S_VERSION#v1.}"; k8s_minor="${k8s_minor%%.*}"
-k8s_ldflags="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    k8s_ldflags+=" -X $pkg.gitVersion=${K8S_VERSION} -X $pkg.gitMajor=1 -X $pkg.gitMinor=${k8s_minor}"
-    k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-done
 gobuild_step "kubernetes ${K8S_VERSION} (apiserver, controller-manager, scheduler)" "$here/tools/k8s" \
-    -ldflags "$k8s_ldflags" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver \
+    -ldflags "-s -w $(k8s_version_ldflags "$K8S_VERSION")" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver \
     k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
 gobuild_step "etcd ${ETCD_VERSION}" "$here/tools/etcd" -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
 gobuild_step "kwok ${KWOK_VERSION}" "$here/tools/kwok" -ldflags "-s -w" -o "$tmp/kwok" sigs.k8s.io/kwok/cmd/kwok

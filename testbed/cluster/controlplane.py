@@ -38,6 +38,51 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def apiserver_argv(binary: str, etcd_url: str, address: str, port: int, pki: PKI, serving, sa,
+                   kubelet_client, front_proxy, *, bind_address: str | None = None) -> list[str]:
+    """kube-apiserver's flags: RBAC + Node authorization, service-account tokens, the
+    aggregation layer's front proxy, kubelets reached by InternalIP."""
+    return [
+        binary, f"--etcd-servers={etcd_url}",
+        f"--bind-address={bind_address or address}", f"--advertise-address={address}", f"--secure-port={port}",
+        f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
+        f"--client-ca-file={pki.ca.cert}",
+        f"--service-account-key-file={sa.cert}", f"--service-account-signing-key-file={sa.key}",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=Node,RBAC",
+        "--allow-privileged=true", "--profiling=false", "--endpoint-reconciler-type=none",
+        f"--kubelet-client-certificate={kubelet_client.cert}", f"--kubelet-client-key={kubelet_client.key}",
+        "--kubelet-preferred-address-types=InternalIP", "--kubelet-timeout=10s",
+        "--enable-admission-plugins=NodeRestriction", "--v=1",
+        f"--requestheader-client-ca-file={pki.ca.cert}", "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        f"--proxy-client-cert-file={front_proxy.cert}", f"--proxy-client-key-file={front_proxy.key}",
+    ]
+
+
+def controller_manager_argv(binary: str, kubeconfig_file: str, address: str, port: int, pki: PKI, sa) -> list[str]:
+    return [
+        binary, f"--kubeconfig={kubeconfig_file}",
+        f"--authentication-kubeconfig={kubeconfig_file}", f"--authorization-kubeconfig={kubeconfig_file}",
+        f"--bind-address={address}", f"--secure-port={port}",
+        f"--service-account-private-key-file={sa.key}", f"--root-ca-file={pki.ca.cert}",
+        f"--cluster-signing-cert-file={pki.ca.cert}", f"--cluster-signing-key-file={pki.ca.key}",
+        "--use-service-account-credentials=true", "--leader-elect=false",
+        "--service-cluster-ip-range=10.96.0.0/16", "--profiling=false",
+        "--concurrent-gc-syncs=5", "--v=1",
+    ]
+
+
+def scheduler_argv(binary: str, kubeconfig_file: str, address: str, port: int) -> list[str]:
+    return [
+        binary, f"--kubeconfig={kubeconfig_file}",
+        f"--authentication-kubeconfig={kubeconfig_file}", f"--authorization-kubeconfig={kubeconfig_file}",
+        f"--bind-address={address}", f"--secure-port={port}",
+        "--leader-elect=false", "--profiling=false", "--v=1",
+    ]
+
+
 class ControlPlaneError(RuntimeError):
     pass
 
@@ -152,23 +197,9 @@ class ControlPlane:
         self.timings["etcd"] = timeout - left()
 
         # kube-apiserver ----------------------------------------------------------------------
-        self.supervisor.start("kube-apiserver", [
-            self._bin("kube-apiserver"), f"--etcd-servers={etcd_url}",
-            f"--bind-address={LOOPBACK}", f"--advertise-address={LOOPBACK}", f"--secure-port={p['apiserver']}",
-            f"--tls-cert-file={serving.cert}", f"--tls-private-key-file={serving.key}",
-            f"--client-ca-file={pki.ca.cert}",
-            f"--service-account-key-file={sa.cert}", f"--service-account-signing-key-file={sa.key}",
-            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range=10.96.0.0/16", "--authorization-mode=Node,RBAC",
-            "--allow-privileged=true", "--profiling=false", "--endpoint-reconciler-type=none",
-            f"--kubelet-client-certificate={kubelet_client.cert}", f"--kubelet-client-key={kubelet_client.key}",
-            "--kubelet-preferred-address-types=InternalIP", "--kubelet-timeout=10s",
-            "--enable-admission-plugins=NodeRestriction", "--v=1",
-            f"--requestheader-client-ca-file={pki.ca.cert}", "--requestheader-allowed-names=front-proxy-client",
-            "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
-            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
-            f"--proxy-client-cert-file={front_proxy.cert}", f"--proxy-client-key-file={front_proxy.key}",
-        ])
+        self.supervisor.start("kube-apiserver", apiserver_argv(
+            self._bin("kube-apiserver"), etcd_url, LOOPBACK, p["apiserver"], pki, serving, sa,
+            kubelet_client, front_proxy))
         self._wait_http("kube-apiserver", f"{self.server}/readyz", left(), expect=b"ok", tls_client=True)
         self.timings["apiserver"] = timeout - left()
 
@@ -179,22 +210,10 @@ class ControlPlane:
         kube.wait_crds_established(api, ["logs.kwok.x-k8s.io"], left())
 
         # controller-manager, scheduler, kwok, device simulator ----------------------------------
-        self.supervisor.start("kube-controller-manager", [
-            self._bin("kube-controller-manager"), f"--kubeconfig={kcm_kc}",
-            f"--authentication-kubeconfig={kcm_kc}", f"--authorization-kubeconfig={kcm_kc}",
-            f"--bind-address={LOOPBACK}", f"--secure-port={p['controller_manager']}",
-            f"--service-account-private-key-file={sa.key}", f"--root-ca-file={pki.ca.cert}",
-            f"--cluster-signing-cert-file={pki.ca.cert}", f"--cluster-signing-key-file={pki.ca.key}",
-            "--use-service-account-credentials=true", "--leader-elect=false",
-            "--service-cluster-ip-range=10.96.0.0/16", "--profiling=false",
-            "--concurrent-gc-syncs=5", "--v=1",
-        ])
-        self.supervisor.start("kube-scheduler", [
-            self._bin("kube-scheduler"), f"--kubeconfig={sched_kc}",
-            f"--authentication-kubeconfig={sched_kc}", f"--authorization-kubeconfig={sched_kc}",
-            f"--bind-address={LOOPBACK}", f"--secure-port={p['scheduler']}",
-            "--leader-elect=false", "--profiling=false", "--v=1",
-        ])
+        self.supervisor.start("kube-controller-manager", controller_manager_argv(
+            self._bin("kube-controller-manager"), kcm_kc, LOOPBACK, p["controller_manager"], pki, sa))
+        self.supervisor.start("kube-scheduler", scheduler_argv(
+            self._bin("kube-scheduler"), sched_kc, LOOPBACK, p["scheduler"]))
         self.supervisor.start("kwok", [
             self._bin("kwok"), f"--kubeconfig={self.kubeconfig}",
             f"--config={MANIFESTS / 'kwok-stages.yaml'}",

@@ -1,0 +1,138 @@
+"""The real GPU node's parts proven without a GPU (testbed/gpunode): the binaries build and run,
+containerd itself imports the images the OCI writer makes and reads the config the bed and
+NVIDIA's nvidia-ctk write, the chart rendered for the node asks what the node is built for.
+The node itself runs on the lent H200 (docs/real-gpu-cluster-run.md)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed.gpunode import config, images, oci, stage
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def bins() -> Path:
+    return stage.bin_dir()
+
+
+def run(*argv, **kw) -> str:
+    out = subprocess.run([str(a) for a in argv], capture_output=True, text=True, timeout=120, **kw)
+    assert out.returncode == 0, f"{argv}: rc={out.returncode}\n{out.stdout}\n{out.stderr}"
+    return out.stdout + out.stderr
+
+
+def test_binaries_report_the_pinned_versions(bins):
+    v = stage.versions()
+    assert v["K8S_VERSION"] in run(bins / "kube", "kube-apiserver", "--version")
+    assert v["K8S_VERSION"] in run(bins / "kube", "kubelet", "--version")
+    assert v["CONTAINERD_VERSION"] in run(bins / "containerd", "--version")
+    assert v["RUNC_VERSION"].lstrip("v") in run(bins / "runc", "--version")
+    assert v["NVIDIA_CONTAINER_TOOLKIT_VERSION"].lstrip("v") in run(bins / "nvidia-ctk", "--version")
+    assert v["NFD_VERSION"] in run(bins / "nfd-master", "-version")
+    assert "not a dynamic executable" in subprocess.run(["ldd", bins / "runc"], capture_output=True, text=True).stdout \
+        + subprocess.run(["ldd", bins / "runc"], capture_output=True, text=True).stderr
+
+
+@pytest.fixture
+def containerd(bins, tmp_path):
+    """A real containerd on a private socket and root, with the native snapshotter (no overlayfs
+    needed): the importer and the config loader of the runtime the GPU node runs."""
+    sock = tmp_path / "c.sock"
+    cfg = tmp_path / "config.toml"
+    cfg.write_text(f'version = 3\nroot = "{tmp_path}/root"\nstate = "{tmp_path}/state"\n'
+                   f'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n[grpc]\n  address = "{sock}"\n'
+                   '[[plugins."io.containerd.transfer.v1.local".unpack_config]]\n'
+                   '  platform = "linux/amd64"\n  snapshotter = "native"\n')
+    log = open(tmp_path / "containerd.log", "w")
+    proc = subprocess.Popen([bins / "containerd", f"--config={cfg}"], stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while not sock.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "containerd.log").read_text()
+        time.sleep(0.2)
+    yield lambda *args: run(bins / "ctr", "--address", sock, "-n", "k8s.io", *args)
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def test_containerd_imports_the_images_under_their_references(bins, containerd, tmp_path):
+    image = images.busybox("docker.io/library/busybox:1.37.0", bins / "busybox")
+    archive = tmp_path / "busybox.tar"
+    digest = images.write(image, archive)
+    containerd("images", "import", "--snapshotter", "native", archive)
+    listed = containerd("images", "ls")
+    assert "docker.io/library/busybox:1.37.0" in listed and digest in listed
+    # unpacked by containerd's native snapshotter: the applets are links to busybox
+    snapshots = list((tmp_path / "root").glob("io.containerd.snapshotter.v1.native/snapshots/*/bin/sh"))
+    assert snapshots and os.readlink(snapshots[0]) == "/bin/busybox"
+    assert os.access(snapshots[0].parent / "busybox", os.X_OK)
+
+
+def test_device_plugin_image_carries_its_libraries(bins, tmp_path):
+    image = images.device_plugin("nvcr.io/nvidia/k8s-device-plugin:v0.18.0", bins)
+    needed = oci.shared_libraries(bins / "nvidia-device-plugin")
+    assert needed, "the device plugin is a cgo program: it needs the C library"
+    assert set(needed) <= set(image.files)
+    assert image.entrypoint == ["nvidia-device-plugin"] and image.env["NVIDIA_VISIBLE_DEVICES"] == "all"
+
+
+def test_containerd_reads_the_nodes_config_and_nvidia_ctk_makes_nvidia_the_default(bins, tmp_path):
+    cfg = tmp_path / "etc" / "config.toml"
+    cfg.parent.mkdir()
+    cfg.write_text(config.containerd(restrict_oom_score_adj=True))
+    dump = run(bins / "containerd", f"--config={cfg}", "config", "dump")
+    assert "restrict_oom_score_adj = true" in dump and "enable_cdi = true" in dump
+    assert "default_runtime_name = 'runc'" in dump or 'default_runtime_name = "runc"' in dump
+    env = dict(os.environ, PATH=f"{bins}:{os.environ['PATH']}")
+    run(bins / "nvidia-ctk", "runtime", "configure", "--runtime=containerd", f"--config={cfg}",
+        "--set-as-default", "--config-source=file", f"--drop-in-config={tmp_path / 'etc' / 'conf.d' / '99-nvidia.toml'}",
+        env=env)
+    dump = run(bins / "containerd", f"--config={cfg}", "config", "dump")
+    assert "default_runtime_name = 'nvidia'" in dump or 'default_runtime_name = "nvidia"' in dump
+    assert "/usr/bin/nvidia-container-runtime" in dump
+
+
+def test_toolkit_config_as_the_node_sets_it(bins, tmp_path):
+    path = tmp_path / "config.toml"
+    run(bins / "nvidia-ctk", "config", "default", f"--output={path}")
+    run(bins / "nvidia-ctk", "config", f"--config-file={path}", "--in-place",
+        "--set", "nvidia-container-runtime.mode=cdi",
+        "--set", "accept-nvidia-visible-devices-envvar-when-unprivileged=false",
+        "--set", "accept-nvidia-visible-devices-as-volume-mounts=true")
+    text = path.read_text()
+    assert 'mode = "cdi"' in text
+    assert "accept-nvidia-visible-devices-envvar-when-unprivileged = false" in text
+    assert "accept-nvidia-visible-devices-as-volume-mounts = true" in text
+
+
+def test_cni_config_names_plugins_that_were_built(bins):
+    conf = json.loads(config.cni_conflist())
+    types = {p["type"] for p in conf["plugins"]} | {p["ipam"]["type"] for p in conf["plugins"] if "ipam" in p}
+    assert types and all((bins / t).is_file() for t in types)
+
+
+def test_chart_rendered_for_the_node():
+    """NVIDIA's chart with the node's values: the plugin hands devices as volume mounts and gets
+    CAP_SYS_ADMIN (the chart's own rule, templates/_helpers.tpl), one image for plugin and GFD, NFD's configs from the chart."""
+    objects = stage.chart.render(stage.CHART_VALUES)
+    ds = {o["metadata"]["name"]: o for o in objects if o["kind"] == "DaemonSet"}
+    plugin = next(o for n, o in ds.items() if "gpu-feature-discovery" not in n)
+    ctr = plugin["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "DEVICE_LIST_STRATEGY", "value": "volume-mounts"} in ctr["env"]
+    # CAP_SYS_ADMIN: what the toolkit counts as privileged (internal/config/image/privileged.go),
+    # so the plugin's own NVIDIA_VISIBLE_DEVICES=all is still honoured
+    assert "SYS_ADMIN" in ctr["securityContext"]["capabilities"]["add"]
+    assert any("gpu-feature-discovery" in n for n in ds)
+    assert images.chart_image(objects).endswith(":" + stage.versions()["K8S_DEVICE_PLUGIN_VERSION"])
+    values = yaml.safe_load((stage.dp_binaries.chart_dir() / "values.yaml").read_text())
+    master, worker = config.nfd_configs(values)
+    assert "nvidia.com" in master["extraLabelNs"]
+    assert worker["sources"]["pci"]["deviceLabelFields"] == ["vendor"]

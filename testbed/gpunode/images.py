@@ -1,0 +1,95 @@
+"""The images the real GPU node runs, built from local binaries (no registry reaches the GPU
+machine) under the references the manifests name. What each holds follows the upstream image:
+k8s-device-plugin `deployments/container/Dockerfile` (binaries in /usr/bin, NVIDIA_* env,
+entrypoint nvidia-device-plugin), the CUDA images' env (nvidia/cuda `base` Dockerfiles: PATH and
+LD_LIBRARY_PATH with /usr/local/nvidia, NVIDIA_VISIBLE_DEVICES=all). Standard library only.
+"""
+from __future__ import annotations
+
+import glob
+import shutil
+import subprocess
+from pathlib import Path
+
+
+from testbed.gpunode.oci import Image, write_archive
+
+PAUSE = "registry.k8s.io/pause:3.10.1"
+PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: what the update-ldcache hook of NVIDIA's toolkit needs in a container: an ld.so.conf that
+#: includes ld.so.conf.d, where the hook drops the driver's library folders
+LDCONFIG_FILES = {"/etc/ld.so.conf": b"include /etc/ld.so.conf.d/*.conf\n"}
+BASE_DIRS = {"/etc/ld.so.conf.d": 0o755, "/tmp": 0o1777}
+
+
+def write(image: Image, archive: Path) -> str:
+    return write_archive(image, archive)
+
+
+def pause(binary: Path) -> Image:
+    img = Image(PAUSE, entrypoint=["/pause"], user="65535:65535")
+    img.add_binary("/pause", binary)
+    return img
+
+
+def _with_busybox(img: Image, busybox: Path) -> Image:
+    """busybox at /bin/busybox and a link for each applet it lists."""
+    img.add_binary("/bin/busybox", busybox, with_libraries=False)
+    listing = subprocess.run([str(busybox), "--list-full"], capture_output=True, text=True, timeout=30, check=True)
+    for applet in listing.stdout.split():
+        path = "/" + applet.lstrip("/")
+        if path != "/bin/busybox":
+            img.links[path] = "/bin/busybox"
+    return img
+
+
+def busybox(ref: str, binary: Path) -> Image:
+    img = Image(ref, cmd=["sh"], env={"PATH": PATH}, dirs=dict(BASE_DIRS))
+    return _with_busybox(img, binary)
+
+
+def device_plugin(ref: str, bins: Path) -> Image:
+    img = Image(ref, entrypoint=["nvidia-device-plugin"], files=dict(LDCONFIG_FILES), dirs=dict(BASE_DIRS),
+                env={"PATH": PATH, "NVIDIA_DISABLE_REQUIRE": "true", "NVIDIA_VISIBLE_DEVICES": "all",
+                     "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"})
+    for name in ("nvidia-device-plugin", "gpu-feature-discovery"):
+        img.add_binary(f"/usr/bin/{name}", bins / name)
+    return img
+
+
+def vectoradd(ref: str, program: Path, busybox_binary: Path) -> Image:
+    img = Image(ref, files=dict(LDCONFIG_FILES), dirs=dict(BASE_DIRS), cmd=["/cuda-samples/vectorAdd"], env={
+        "PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:" + PATH,
+        "LD_LIBRARY_PATH": "/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
+        "NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
+        "NVIDIA_REQUIRE_CUDA": "cuda>=12.5"})
+    _with_busybox(img, busybox_binary)
+    img.add_binary("/cuda-samples/vectorAdd", program)
+    return img
+
+
+def find_nvcc() -> str:
+    found = shutil.which("nvcc") or next(iter(sorted(glob.glob("/usr/local/cuda*/bin/nvcc"), reverse=True)), None)
+    if not found:
+        raise FileNotFoundError("no nvcc on this machine (PATH, /usr/local/cuda*/bin)")
+    return found
+
+
+def compile_vectoradd(source: Path, work: Path) -> Path:
+    """vectoradd.cu for Hopper (sm_90) with the CUDA runtime linked in: only the driver's
+    libcuda, injected at run time, is needed from outside."""
+    work.mkdir(parents=True, exist_ok=True)
+    out = work / "vectorAdd"
+    subprocess.run([find_nvcc(), "-O2", "-gencode", "arch=compute_90,code=sm_90", "-cudart", "static",
+                    "-o", str(out), str(source)], check=True, timeout=180, capture_output=True)
+    return out
+
+
+def chart_image(objects: list[dict]) -> str:
+    """The image NVIDIA's rendered chart runs its device plugin and GFD from (one for both)."""
+    refs = {c["image"] for o in objects if o.get("kind") == "DaemonSet"
+            for c in o["spec"]["template"]["spec"].get("containers", [])}
+    if len(refs) != 1:
+        raise ValueError(f"expected one image in the chart's DaemonSets, found {sorted(refs)}")
+    return refs.pop()
+

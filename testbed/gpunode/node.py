@@ -1,0 +1,437 @@
+"""A real one-node Kubernetes on the lent GPU machine, judged by the suite, in one device call.
+
+Runs ON the GPU machine (root, bare, no systemd, driver under /usr/local/nvidia): unpacks the
+payload stage.py made, installs the binaries at the paths a site has them, lets NVIDIA's
+toolkit configure itself, containerd and the CDI spec, starts etcd, the control plane,
+containerd and the kubelet, Node Feature Discovery, then NVIDIA's device plugin and GPU Feature
+Discovery from their Helm chart as pods; runs ``pytest -m "node or cluster"`` with the node's
+profile, then makes each fault the real way and runs the cluster layer again; packs the reports,
+logs and configs into ``$OUT``. Nothing touches the GPU's settings (no MIG, persistence, clocks,
+resets): only files under /etc, /opt, /usr/bin, /usr/local, /var and /run are written.
+
+    python3 -m testbed.gpunode run --payload .gpunode/payload.tar.xz --out "$OUT"
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tarfile
+import time
+import urllib.request
+from pathlib import Path
+
+import yaml
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+ROOT = Path("/opt/gpunode")          # the unpacked payload
+STATE = Path("/var/lib/gpunode")     # PKI, etcd, kubeconfigs, logs, reports
+NODE = "h200"
+PROFILE = REPO / "profiles" / "h200-gpunode.yaml"
+DRIVER_ROOT = "/usr/local/nvidia"
+LOOPBACK = "127.0.0.1"
+PORTS = {"etcd": 2379, "etcd_peer": 2380, "apiserver": 6443, "controller_manager": 10257,
+         "scheduler": 10259, "nfd_master_metrics": 18081, "nfd_master_health": 18082,
+         "nfd_worker_metrics": 18083, "nfd_worker_health": 18084}
+CDI_SPEC = Path("/var/run/cdi/nvidia.yaml")
+TOOLKIT_CONFIG = Path("/etc/nvidia-container-runtime/config.toml")
+CONTAINERD_CONFIG = Path("/etc/containerd/config.toml")
+NFD_NAMESPACE = "node-feature-discovery"
+#: installed path -> payload binary (the multi-call `kube` dispatches on the name it is called by)
+INSTALL = {
+    **{f"/usr/local/bin/{n}": "kube" for n in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")},
+    **{f"/usr/local/bin/{n}": n for n in ("etcd", "containerd", "ctr", "containerd-shim-runc-v2",
+                                           "nfd-master", "nfd-worker")},
+    "/usr/local/sbin/runc": "runc",
+    **{f"/opt/cni/bin/{n}": n for n in ("bridge", "host-local", "loopback")},
+    # the toolkit's own paths: the CDI spec names the hook by its absolute path
+    **{f"/usr/bin/{n}": n for n in ("nvidia-ctk", "nvidia-cdi-hook", "nvidia-container-runtime")},
+}
+
+
+class NodeError(RuntimeError):
+    pass
+
+
+def sh(*argv: str, timeout: float = 120, check: bool = True, env: dict | None = None) -> str:
+    """Run a command with a deadline; its output, or NodeError naming it."""
+    try:
+        out = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise NodeError(f"{' '.join(argv)}: no answer in {timeout:.0f}s") from None
+    if check and out.returncode != 0:
+        raise NodeError(f"{' '.join(argv)}: rc={out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return out.stdout + out.stderr
+
+
+def unpack(payload: Path) -> None:
+    """The payload into ROOT (tar with xz when the machine has it, else Python's lzma)."""
+    shutil.rmtree(ROOT, ignore_errors=True)
+    ROOT.mkdir(parents=True)
+    if shutil.which("xz") and shutil.which("tar"):
+        sh("tar", "-xJf", str(payload), "-C", str(ROOT), timeout=300)
+    else:
+        with tarfile.open(payload, "r:xz") as tar:
+            tar.extractall(ROOT, filter="tar")
+    sys.path.insert(0, str(ROOT / "site"))
+
+
+def install() -> None:
+    for path, name in INSTALL.items():
+        dst, src = Path(path), ROOT / "bin" / name
+        if dst.is_symlink() and Path(os.readlink(dst)).parent == src.parent:
+            dst.unlink()
+        elif dst.exists():
+            raise NodeError(f"{dst} already exists on this machine: not overwriting it")
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        dst.symlink_to(src)
+
+
+class Node:
+    def __init__(self, out: Path):
+        from testbed.cluster.procs import Supervisor
+        self.out = out
+        self.sup = Supervisor(STATE, attached=True)
+        self.timings: dict[str, float] = {}
+        self.t0 = time.monotonic()
+        self.runs: list[dict] = []
+
+    def mark(self, what: str) -> None:
+        self.timings[what] = round(time.monotonic() - self.t0, 1)
+        print(f"[{self.timings[what]:6.1f}s] {what}", flush=True)
+
+    # -- NVIDIA's toolkit configures itself, containerd and the CDI spec ----------------------
+    def toolkit(self) -> None:
+        TOOLKIT_CONFIG.parent.mkdir(parents=True, exist_ok=True)
+        sh("nvidia-ctk", "config", "default", f"--output={TOOLKIT_CONFIG}")
+        self.toolkit_set(**{"nvidia-container-runtime.mode": "cdi",
+                            "accept-nvidia-visible-devices-envvar-when-unprivileged": "false",
+                            "accept-nvidia-visible-devices-as-volume-mounts": "true"})
+        CDI_SPEC.parent.mkdir(parents=True, exist_ok=True)
+        sh("nvidia-ctk", "cdi", "generate", f"--driver-root={DRIVER_ROOT}", "--dev-root=/",
+           "--nvidia-cdi-hook-path=/usr/bin/nvidia-cdi-hook", f"--output={CDI_SPEC}")
+        self.mark("toolkit config and CDI spec")
+
+    @staticmethod
+    def toolkit_set(**settings: str) -> None:
+        args = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
+        sh("nvidia-ctk", "config", f"--config-file={TOOLKIT_CONFIG}", "--in-place", *args)
+
+    def containerd(self) -> None:
+        from testbed.gpunode import config
+        CONTAINERD_CONFIG.parent.mkdir(parents=True, exist_ok=True)
+        CONTAINERD_CONFIG.write_text(config.containerd(restrict_oom_score_adj=True))
+        # as a site does it: the toolkit adds its runtime and makes it the default
+        sh("nvidia-ctk", "runtime", "configure", "--runtime=containerd", f"--config={CONTAINERD_CONFIG}",
+           "--set-as-default")
+        Path(config.CNI_CONF).mkdir(parents=True, exist_ok=True)
+        (Path(config.CNI_CONF) / "10-gpunode.conflist").write_text(config.cni_conflist())
+        self.sup.start("containerd", ["containerd", f"--config={CONTAINERD_CONFIG}"], env=self.env())
+        self.wait("containerd to answer", lambda: "Server:" in sh("ctr", "version", timeout=10, check=False), 30)
+        self.mark("containerd up")
+
+    @staticmethod
+    def env(**extra: str) -> dict[str, str]:
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        return {"PATH": path, "HOME": "/root", **extra}
+
+    # -- images --------------------------------------------------------------------------------
+    def images(self, objects: list[dict]) -> None:
+        from testbed.gpunode import images
+        work = STATE / "images"
+        bins = ROOT / "bin"
+        vectoradd = images.compile_vectoradd(HERE / "vectoradd.cu", work)
+        self.mark("vectorAdd compiled with the machine's nvcc")
+        from gpuconform import profile
+        prof = profile.load(PROFILE).profile   # the suite's own reading: the references it will run
+        refs = {
+            "pause": images.pause(bins / "pause"),
+            "busybox": images.busybox(prof.k8s_node.image, bins / "busybox"),
+            "device-plugin": images.device_plugin(images.chart_image(objects), bins),
+            "vectoradd": images.vectoradd(prof.cluster.workloads.image, vectoradd, bins / "busybox"),
+        }
+        for name, image in refs.items():
+            archive = work / f"{name}.tar"
+            images.write(image, archive)
+            sh("ctr", "-n", "k8s.io", "images", "import", str(archive), timeout=120)
+        self.mark("images imported: " + ", ".join(i.ref for i in refs.values()))
+
+    # -- control plane and kubelet ------------------------------------------------------------
+    def control_plane(self) -> None:
+        from testbed.cluster.controlplane import apiserver_argv, controller_manager_argv, scheduler_argv
+        from testbed.cluster.pki import PKI, kubeconfig
+        from testbed.gpunode import config
+        p = PORTS
+        pki = PKI(STATE / "pki")
+        hosts = (LOOPBACK, "localhost", NODE, "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                 "kubernetes.default.svc.cluster.local", "10.96.0.1")
+        serving = pki.issue("apiserver", "kube-apiserver", server=True, hosts=hosts)
+        # the API server reaches the kubelet (logs, exec) as a member of system:masters: this bed
+        # has no kubeadm:cluster-admins binding
+        kubelet_client = pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
+                                   "system:masters", client=True)
+        front_proxy = pki.issue("front-proxy-client", "front-proxy-client", client=True)
+        sa = pki.service_account_keys()
+        server = f"https://{LOOPBACK}:{p['apiserver']}"
+        self.pki, self.server = pki, server
+        users = {"admin": ("gpuconform-admin", "system:masters"),
+                 "kube-controller-manager": ("system:kube-controller-manager", None),
+                 "kube-scheduler": ("system:kube-scheduler", None),
+                 "kubelet": (f"system:node:{NODE}", "system:nodes")}
+        for name, (cn, org) in users.items():
+            pair = pki.issue(name, cn, org, client=True)
+            (STATE / f"{name}.kubeconfig").write_text(kubeconfig(server, pki.ca.cert, pair, name))
+            if name == "admin":
+                self.admin = pair
+        self.kubeconfig = STATE / "admin.kubeconfig"
+
+        etcd_url, peer = f"http://{LOOPBACK}:{p['etcd']}", f"http://{LOOPBACK}:{p['etcd_peer']}"
+        self.sup.start("etcd", [
+            "etcd", "--name=gpunode", f"--data-dir={STATE / 'etcd'}", f"--listen-client-urls={etcd_url}",
+            f"--advertise-client-urls={etcd_url}", f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}", f"--initial-cluster=gpunode={peer}",
+            "--initial-cluster-state=new", "--log-level=warn"], env=self.env())
+        self.wait_http("etcd", f"{etcd_url}/health", b'"health":"true"', 30)
+        self.sup.start("kube-apiserver", apiserver_argv(
+            "kube-apiserver", etcd_url, LOOPBACK, p["apiserver"], pki, serving, sa, kubelet_client, front_proxy),
+            env=self.env())
+        self.wait_http("kube-apiserver", f"{server}/readyz", b"ok", 60)
+        self.sup.start("kube-controller-manager", controller_manager_argv(
+            "kube-controller-manager", str(STATE / "kube-controller-manager.kubeconfig"), LOOPBACK,
+            p["controller_manager"], pki, sa), env=self.env())
+        self.sup.start("kube-scheduler", scheduler_argv(
+            "kube-scheduler", str(STATE / "kube-scheduler.kubeconfig"), LOOPBACK, p["scheduler"]), env=self.env())
+        self.mark("control plane up")
+
+        kubelet_cfg = STATE / "kubelet.json"
+        kubelet_cfg.write_text(config.kubelet(ca_file=str(pki.ca.cert)))
+        self.sup.start("kubelet", [
+            "kubelet", f"--config={kubelet_cfg}", f"--kubeconfig={STATE / 'kubelet.kubeconfig'}",
+            f"--hostname-override={NODE}", "--root-dir=/var/lib/kubelet", "--cert-dir=/var/lib/kubelet/pki",
+            "--v=1"], env=self.env())
+        from kubernetes import client
+        from testbed.cluster import kube
+        self.api = kube.client_for(self.kubeconfig)
+        self.core = client.CoreV1Api(self.api)
+
+        def ready() -> bool:
+            self.alive("kubelet")
+            node = self.core.read_node(NODE)
+            return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
+        self.wait(f"node {NODE} Ready", ready, 90)
+        self.wait("the default service account", lambda: self.core.read_namespaced_service_account("default", "default"), 60)
+        self.mark(f"node {NODE} Ready")
+
+    # -- Node Feature Discovery (host processes), NVIDIA's chart (pods) -----------------------
+    def feature_discovery(self) -> None:
+        from testbed.cluster import kube
+        kube.apply_files(self.api, [ROOT / "nfd" / "crds.yaml"])
+        kube.wait_crds_established(self.api, ["nodefeatures.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io"], 30)
+        self.namespace(NFD_NAMESPACE, privileged=False)
+        master_cfg = yaml.safe_load((ROOT / "nfd" / "master.yaml").read_text()) or {}
+        worker_cfg = yaml.safe_load((ROOT / "nfd" / "worker.yaml").read_text()) or {}
+        # this bed's one change to the chart's worker config: re-read GFD's feature file every 5 s
+        # instead of every 60 s, so that the labels are there before the suite runs
+        worker_cfg.setdefault("core", {})["sleepInterval"] = "5s"
+        (STATE / "nfd-master.conf").write_text(yaml.safe_dump(master_cfg))
+        (STATE / "nfd-worker.conf").write_text(yaml.safe_dump(worker_cfg))
+        env = self.env(NODE_NAME=NODE, KUBERNETES_NAMESPACE=NFD_NAMESPACE)
+        self.sup.start("nfd-master", [
+            "nfd-master", f"-kubeconfig={self.kubeconfig}", f"-config={STATE / 'nfd-master.conf'}",
+            f"-metrics={PORTS['nfd_master_metrics']}", f"-grpc-health={PORTS['nfd_master_health']}"], env=env)
+        self.sup.start("nfd-worker", [
+            "nfd-worker", f"-kubeconfig={self.kubeconfig}", f"-config={STATE / 'nfd-worker.conf'}",
+            "-no-owner-refs", f"-metrics={PORTS['nfd_worker_metrics']}",
+            f"-grpc-health={PORTS['nfd_worker_health']}"], env=env)
+        self.wait("NFD's PCI label for the NVIDIA GPU",
+                  lambda: self.alive("nfd-master", "nfd-worker") and
+                  (self.core.read_node(NODE).metadata.labels or {}).get("feature.node.kubernetes.io/pci-10de.present") == "true", 60)
+        self.mark("NFD labelled the node")
+
+    def device_plugin(self, objects: list[dict]) -> None:
+        from testbed.gpuoperator.operator import apply
+        namespace = next(o["metadata"]["namespace"] for o in objects if o["kind"] == "DaemonSet")
+        self.namespace(namespace, privileged=True)
+        apply(self.api, objects, namespace=namespace)
+        self.wait_gpu_ready(120)
+        self.mark("device plugin and GFD serving")
+
+    def wait_gpu_ready(self, timeout: float) -> None:
+        def ready() -> bool:
+            self.alive("nfd-master", "nfd-worker", "kubelet")
+            node = self.core.read_node(NODE)
+            labels = node.metadata.labels or {}
+            return (node.status.allocatable or {}).get("nvidia.com/gpu", "0") != "0" \
+                and "nvidia.com/gpu.product" in labels
+        self.wait("allocatable nvidia.com/gpu and GFD's labels", ready, timeout)
+
+    def namespace(self, name: str, *, privileged: bool) -> None:
+        from kubernetes.client.rest import ApiException
+        labels = {"pod-security.kubernetes.io/enforce": "privileged"} if privileged else {}
+        try:
+            self.core.create_namespace({"metadata": {"name": name, "labels": labels}})
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+
+    # -- the suite -----------------------------------------------------------------------------
+    def suite(self, name: str, marker: str, expect: str) -> dict:
+        reports = STATE / "reports" / name
+        reports.mkdir(parents=True, exist_ok=True)
+        env = self.env(PYTHONPATH=f"{ROOT / 'site'}:{REPO}", PYTHONDONTWRITEBYTECODE="1")
+        argv = [sys.executable, "-m", "pytest", "-m", marker, f"--profile={PROFILE}",
+                f"--kubeconfig={self.kubeconfig}", f"--report-dir={reports}", f"--report-name={name}", "-p", "no:cacheprovider"]
+        if "node" in marker:
+            argv.append(f"--hosts=k8s-node://{NODE}")
+        t = time.monotonic()
+        try:
+            proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+            rc, output = proc.returncode, proc.stdout + proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc, output = 124, f"{exc.stdout or ''}{exc.stderr or ''}\n(pytest killed after 300 s)"
+        (reports / "pytest.log").write_text(output)
+        run = {"name": name, "marker": marker, "expect": expect, "rc": rc,
+               "seconds": round(time.monotonic() - t, 1), "verdicts": verdicts(reports)}
+        self.runs.append(run)
+        self.mark(f"suite run {name}: rc={rc}")
+        return run
+
+    # -- faults made the real way ---------------------------------------------------------------
+    def faults(self, objects: list[dict]) -> None:
+        # 1. the toolkit's default: an unprivileged container's NVIDIA_VISIBLE_DEVICES is obeyed,
+        #    so an image carrying NVIDIA_VISIBLE_DEVICES=all gets every GPU without asking
+        self.toolkit_set(**{"accept-nvidia-visible-devices-envvar-when-unprivileged": "true"})
+        self.suite("fault-envvar-unprivileged", "cluster", "REJECTED by cluster.workload.isolation")
+        self.toolkit_set(**{"accept-nvidia-visible-devices-envvar-when-unprivileged": "false"})
+        # 2. the CDI spec gone (e.g. not regenerated after a driver change)
+        moved = CDI_SPEC.with_suffix(".removed")
+        CDI_SPEC.rename(moved)
+        try:
+            self.suite("fault-cdi-spec-removed", "cluster", "REJECTED by cluster.workload.vectoradd_gpu")
+        finally:
+            moved.rename(CDI_SPEC)
+        # 3. the device plugin's DaemonSet deleted with its pod: the kubelet withdraws the GPUs
+        from kubernetes import client
+        apps = client.AppsV1Api(self.api)
+        for o in objects:
+            if o["kind"] == "DaemonSet" and "device-plugin" in o["metadata"]["name"] and "gpu-feature" not in o["metadata"]["name"]:
+                apps.delete_namespaced_daemon_set(o["metadata"]["name"], o["metadata"]["namespace"],
+                                                  propagation_policy="Foreground")
+        self.wait("allocatable nvidia.com/gpu 0",
+                  lambda: (self.core.read_node(NODE).status.allocatable or {}).get("nvidia.com/gpu", "0") == "0", 90)
+        self.mark("device plugin gone, allocatable 0")
+        self.suite("fault-device-plugin-deleted", "cluster",
+                   "REJECTED by cluster.mig.allocatable and cluster.workload.vectoradd_gpu")
+
+    # -- helpers -------------------------------------------------------------------------------
+    def alive(self, *names: str) -> bool:
+        from testbed.cluster.waiting import GiveUp
+        for name in names:
+            rc = self.sup.exited(name)
+            if rc is not None:
+                raise GiveUp(f"{name} exited with code {rc}:\n{self.sup.log_tail(name)}")
+        return True
+
+    @staticmethod
+    def wait(what: str, probe, timeout: float):
+        from testbed.cluster.waiting import wait_for
+        return wait_for(what, probe, timeout)
+
+    def wait_http(self, name: str, url: str, expect: bytes, timeout: float) -> None:
+        ctx = None
+        if url.startswith("https"):
+            ctx = ssl.create_default_context(cafile=str(self.pki.ca.cert))
+            ctx.load_cert_chain(str(self.admin.cert), str(self.admin.key)) if hasattr(self, "admin") else None
+
+        def probe() -> bool:
+            self.alive(name)
+            with urllib.request.urlopen(url, timeout=5, context=ctx) as resp:  # noqa: S310 - loopback
+                return expect in resp.read()
+        self.wait(f"{name} to answer {url}", probe, timeout)
+
+    def collect(self) -> None:
+        """Reports, logs and the configs the node ran with, into $OUT (one archive + a summary)."""
+        self.out.mkdir(parents=True, exist_ok=True)
+        summary = {"node": NODE, "timings_s": self.timings, "runs": self.runs,
+                   "versions": json.loads((ROOT / "versions.json").read_text()) if (ROOT / "versions.json").exists() else {},
+                   "machine": machine_facts()}
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+        with tarfile.open(self.out / "gpunode-run.tar.gz", "w:gz") as tar:
+            for path in (STATE / "reports", STATE / "logs", STATE / "kubelet.json", STATE / "nfd-worker.conf",
+                         STATE / "nfd-master.conf", CONTAINERD_CONFIG, Path("/etc/containerd/conf.d"),
+                         TOOLKIT_CONFIG, CDI_SPEC, ROOT / "chart"):
+                if path.exists():
+                    tar.add(path, arcname=str(path).lstrip("/"))
+            try:
+                node = self.api.sanitize_for_serialization(self.core.read_node(NODE))
+                blob = yaml.safe_dump(node).encode()
+                info = tarfile.TarInfo("node.yaml")
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+            except Exception:  # noqa: BLE001 - the API may be gone when bring-up failed
+                pass
+
+
+def verdicts(reports: Path) -> dict:
+    """Verdict counts and the non-passing checks of a run, from its JSON report."""
+    for f in sorted(reports.glob("*.json")):
+        try:
+            data = json.loads(f.read_text())
+        except ValueError:
+            continue
+        checks = data.get("checks") or data.get("results") or []
+        counts: dict[str, int] = {}
+        failing = []
+        for c in checks if isinstance(checks, list) else []:
+            v = c.get("verdict") or c.get("outcome")
+            counts[v] = counts.get(v, 0) + 1
+            if v not in ("pass", "passed"):
+                failing.append({"id": c.get("id") or c.get("check"), "verdict": v,
+                                "message": (c.get("message") or "")[:400]})
+        return {"decision": data.get("decision") or data.get("verdict"), "counts": counts, "not_pass": failing}
+    return {}
+
+
+def machine_facts() -> dict:
+    facts = {"hostname": socket.gethostname()}
+    for key, cmd in (("kernel", ["uname", "-r"]), ("gpu", ["nvidia-smi", "--query-gpu=name,driver_version,mig.mode.current",
+                                                          "--format=csv,noheader"])):
+        try:
+            facts[key] = subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            facts[key] = None
+    return facts
+
+
+def run(payload: Path, out: Path, *, faults: bool = True) -> int:
+    t0 = time.monotonic()
+    unpack(payload)
+    install()
+    objects = [d for d in yaml.safe_load_all((ROOT / "chart" / "objects.yaml").read_text()) if d]
+    shutil.rmtree(STATE, ignore_errors=True)
+    STATE.mkdir(parents=True)
+    node = Node(out)
+    node.mark(f"payload unpacked and installed ({time.monotonic() - t0:.1f}s)")
+    try:
+        node.toolkit()
+        node.containerd()
+        node.images(objects)
+        node.control_plane()
+        node.feature_discovery()
+        node.device_plugin(objects)
+        node.suite("healthy", "node or cluster", "ACCEPTED")
+        if faults:
+            node.faults(objects)
+        return 0
+    except Exception as exc:  # noqa: BLE001 - whatever broke is reported with the logs
+        node.mark(f"bring-up failed: {type(exc).__name__}: {exc}")
+        return 1
+    finally:
+        node.collect()
+        node.sup.stop_all(timeout=10)
