@@ -37,8 +37,7 @@ def test_binaries_report_the_pinned_versions(bins):
     assert v["RUNC_VERSION"].lstrip("v") in run(bins / "runc", "--version")
     assert v["NVIDIA_CONTAINER_TOOLKIT_VERSION"].lstrip("v") in run(bins / "nvidia-ctk", "--version")
     assert v["NFD_VERSION"] in run(bins / "nfd-master", "-version")
-    assert "not a dynamic executable" in subprocess.run(["ldd", bins / "runc"], capture_output=True, text=True).stdout \
-        + subprocess.run(["ldd", bins / "runc"], capture_output=True, text=True).stderr
+    assert oci.shared_libraries(bins / "runc") == [], "runc must be static: the GPU machine's libc is not the builder's"
 
 
 @pytest.fixture
@@ -66,7 +65,7 @@ def containerd(bins, tmp_path):
 def test_containerd_imports_the_images_under_their_references(bins, containerd, tmp_path):
     image = images.busybox("docker.io/library/busybox:1.37.0", bins / "busybox")
     archive = tmp_path / "busybox.tar"
-    digest = images.write(image, archive)
+    digest = oci.write_archive(image, archive)
     containerd("images", "import", "--snapshotter", "native", archive)
     listed = containerd("images", "ls")
     assert "docker.io/library/busybox:1.37.0" in listed and digest in listed

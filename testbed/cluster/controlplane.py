@@ -87,6 +87,26 @@ class ControlPlaneError(RuntimeError):
     pass
 
 
+def wait_http(supervisor: Supervisor, name: str, url: str, timeout: float, *, expect: bytes = b"ok",
+              ctx: ssl.SSLContext | None = None) -> None:
+    """Until process ``name`` answers ``url`` with a body holding ``expect``; ControlPlaneError
+    with its log's tail when it exits or the deadline passes."""
+    def probe() -> bool:
+        supervisor.give_up_if_exited(name)
+        with urllib.request.urlopen(url, timeout=5, context=ctx) as resp:  # noqa: S310 - loopback
+            body = resp.read()
+        if expect not in body:
+            raise ControlPlaneError(f"{url} answered {body[:200]!r}")
+        return True
+
+    try:
+        wait_for(f"{name} to answer {url}", probe, timeout)
+    except GiveUp as exc:
+        raise ControlPlaneError(str(exc)) from None
+    except TimeoutError as exc:
+        raise ControlPlaneError(f"{exc}\n--- {name} log tail ---\n{supervisor.log_tail(name)}") from None
+
+
 class ControlPlane:
     """Start/stop the processes. ``attached=True`` ties them to this Python process."""
 
@@ -242,11 +262,9 @@ class ControlPlane:
         self._wait_http("kube-scheduler", f"https://{LOOPBACK}:{p['scheduler']}/healthz", left())
         self._wait_http("kwok", f"https://{LOOPBACK}:{p['kwok']}/healthz", left())
         wait_for("the controller-manager to create the default service account",
-                 lambda: self._alive_or_give_up("kube-controller-manager")
+                 lambda: self.supervisor.give_up_if_exited("kube-controller-manager")
                  and kube.service_account_exists(api, "default", "default"), left())
-        self._alive_or_give_up("devicesim")
-        self._alive_or_give_up("nodeagent")
-        self._alive_or_give_up("hostexec")
+        self.supervisor.give_up_if_exited("devicesim", "nodeagent", "hostexec")
         self.timings["controllers"] = timeout - left()
 
     def start_gpu_operator(self, rendered: list[dict], timeout: float = 60) -> None:
@@ -267,12 +285,6 @@ class ControlPlane:
         self._wait_http("gpu-operator", f"http://{LOOPBACK}:{self.ports['operator_probe']}/readyz", timeout)
         self._write_info()
 
-    def _alive_or_give_up(self, name: str) -> bool:
-        rc = self.supervisor.exited(name)
-        if rc is not None:
-            raise GiveUp(f"{name} exited with code {rc}; last log lines:\n{self.supervisor.log_tail(name)}")
-        return True
-
     def _wait_http(self, name: str, url: str, timeout: float, *, expect: bytes = b"ok",
                    tls_client: bool = False) -> None:
         ctx = None
@@ -282,21 +294,7 @@ class ControlPlane:
                 ctx.load_cert_chain(str(self._admin.cert), str(self._admin.key))
             else:
                 ctx = ssl._create_unverified_context()  # healthz of self-signed components  # noqa: S323
-
-        def probe() -> bool:
-            self._alive_or_give_up(name)
-            with urllib.request.urlopen(url, timeout=5, context=ctx) as resp:  # noqa: S310 - loopback
-                body = resp.read()
-            if expect not in body:
-                raise ControlPlaneError(f"{url} answered {body[:200]!r}")
-            return True
-
-        try:
-            wait_for(f"{name} to answer {url}", probe, timeout)
-        except GiveUp as exc:
-            raise ControlPlaneError(str(exc)) from None
-        except TimeoutError as exc:
-            raise ControlPlaneError(f"{exc}\n--- {name} log tail ---\n{self.supervisor.log_tail(name)}") from None
+        wait_http(self.supervisor, name, url, timeout, expect=expect, ctx=ctx)
 
     def _write_info(self) -> None:
         info = {

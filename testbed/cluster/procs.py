@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from testbed.cluster.waiting import wait_for
+from testbed.cluster.waiting import GiveUp, wait_for
 
 PR_SET_PDEATHSIG = 1
 
@@ -93,6 +93,15 @@ class Supervisor:
         """Exit code of a process this supervisor started, None while it runs."""
         proc = self._popen.get(name)
         return None if proc is None else proc.poll()
+
+    def give_up_if_exited(self, *names: str) -> bool:
+        """True while every named process runs; else :class:`GiveUp` (ends a wait at once) with
+        the exit code and the last lines of its log."""
+        for name in names:
+            rc = self.exited(name)
+            if rc is not None:
+                raise GiveUp(f"{name} exited with code {rc}; last log lines:\n{self.log_tail(name)}")
+        return True
 
     def log_tail(self, name: str, lines: int = 20) -> str:
         path = self.log_dir / f"{name}.log"

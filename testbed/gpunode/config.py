@@ -58,7 +58,7 @@ def cni_conflist() -> str:
         ]}, indent=2) + "\n"
 
 
-def kubelet(*, ca_file: str, cluster_dns: str | None = None, oom_score_adj: int = 0) -> str:
+def kubelet(*, ca_file: str, oom_score_adj: int = 0) -> str:
     """KubeletConfiguration (kubelet.config.k8s.io/v1beta1). `oom_score_adj` 0: the VM refuses
     the kubelet's default of -999."""
     cfg = {
@@ -71,7 +71,7 @@ def kubelet(*, ca_file: str, cluster_dns: str | None = None, oom_score_adj: int 
         "oomScoreAdj": oom_score_adj,
         "failSwapOn": False,
         "clusterDomain": "cluster.local",
-        "clusterDNS": [cluster_dns] if cluster_dns else [],
+        "clusterDNS": [],                    # no DNS add-on on this node
         "podCIDR": POD_CIDR,
         "imageGCHighThresholdPercent": 100,  # images were imported, none can be pulled again
         "imageGCLowThresholdPercent": 99,

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 
-from testbed.gpunode.oci import Image, write_archive
+from testbed.gpunode.oci import Image
 
 PAUSE = "registry.k8s.io/pause:3.10.1"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -20,10 +20,6 @@ PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: includes ld.so.conf.d, where the hook drops the driver's library folders
 LDCONFIG_FILES = {"/etc/ld.so.conf": b"include /etc/ld.so.conf.d/*.conf\n"}
 BASE_DIRS = {"/etc/ld.so.conf.d": 0o755, "/tmp": 0o1777}
-
-
-def write(image: Image, archive: Path) -> str:
-    return write_archive(image, archive)
 
 
 def pause(binary: Path) -> Image:

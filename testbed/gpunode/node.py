@@ -23,7 +23,6 @@ import subprocess
 import sys
 import tarfile
 import time
-import urllib.request
 from pathlib import Path
 
 import yaml
@@ -143,7 +142,7 @@ class Node:
 
     # -- images --------------------------------------------------------------------------------
     def images(self, objects: list[dict]) -> None:
-        from testbed.gpunode import images
+        from testbed.gpunode import images, oci
         work = STATE / "images"
         bins = ROOT / "bin"
         vectoradd = images.compile_vectoradd(HERE / "vectoradd.cu", work)
@@ -158,7 +157,7 @@ class Node:
         }
         for name, image in refs.items():
             archive = work / f"{name}.tar"
-            images.write(image, archive)
+            oci.write_archive(image, archive)
             sh("ctr", "-n", "k8s.io", "images", "import", str(archive), timeout=120)
         self.mark("images imported: " + ", ".join(i.ref for i in refs.values()))
 
@@ -221,7 +220,7 @@ class Node:
         self.core = client.CoreV1Api(self.api)
 
         def ready() -> bool:
-            self.alive("kubelet")
+            self.sup.give_up_if_exited("kubelet")
             node = self.core.read_node(NODE)
             return any(c.type == "Ready" and c.status == "True" for c in node.status.conditions or [])
         self.wait(f"node {NODE} Ready", ready, 90)
@@ -250,7 +249,7 @@ class Node:
             "-no-owner-refs", f"-metrics={PORTS['nfd_worker_metrics']}",
             f"-grpc-health={PORTS['nfd_worker_health']}"], env=env)
         self.wait("NFD's PCI label for the NVIDIA GPU",
-                  lambda: self.alive("nfd-master", "nfd-worker") and
+                  lambda: self.sup.give_up_if_exited("nfd-master", "nfd-worker") and
                   (self.core.read_node(NODE).metadata.labels or {}).get("feature.node.kubernetes.io/pci-10de.present") == "true", 60)
         self.mark("NFD labelled the node")
 
@@ -264,7 +263,7 @@ class Node:
 
     def wait_gpu_ready(self, timeout: float) -> None:
         def ready() -> bool:
-            self.alive("nfd-master", "nfd-worker", "kubelet")
+            self.sup.give_up_if_exited("nfd-master", "nfd-worker", "kubelet")
             node = self.core.read_node(NODE)
             labels = node.metadata.labels or {}
             return (node.status.allocatable or {}).get("nvidia.com/gpu", "0") != "0" \
@@ -281,7 +280,9 @@ class Node:
                 raise
 
     # -- the suite -----------------------------------------------------------------------------
-    def suite(self, name: str, marker: str, expect: str) -> dict:
+    def suite(self, name: str, marker: str, failing: tuple[str, ...] = ()) -> dict:
+        """One suite run; as expected when it is ACCEPTED with no ``failing`` checks named, or
+        REJECTED with each of them failed."""
         reports = STATE / "reports" / name
         reports.mkdir(parents=True, exist_ok=True)
         env = self.env(PYTHONPATH=f"{ROOT / 'site'}:{REPO}", PYTHONDONTWRITEBYTECODE="1")
@@ -296,10 +297,14 @@ class Node:
         except subprocess.TimeoutExpired as exc:
             rc, output = 124, f"{exc.stdout or ''}{exc.stderr or ''}\n(pytest killed after 300 s)"
         (reports / "pytest.log").write_text(output)
-        run = {"name": name, "marker": marker, "expect": expect, "rc": rc,
-               "seconds": round(time.monotonic() - t, 1), "verdicts": verdicts(reports)}
+        found = verdicts(reports)
+        failed = {r["check"] for r in found.get("not_pass", []) if r["verdict"] == "fail"}
+        as_expected = (found.get("verdict") == "REJECTED" and set(failing) <= failed) if failing \
+            else found.get("verdict") == "ACCEPTED"
+        run = {"name": name, "marker": marker, "expected": list(failing) or "ACCEPTED", "rc": rc,
+               "as_expected": as_expected, "seconds": round(time.monotonic() - t, 1), "verdicts": found}
         self.runs.append(run)
-        self.mark(f"suite run {name}: rc={rc}")
+        self.mark(f"suite run {name}: rc={rc} {found.get('verdict')} (as expected: {as_expected})")
         return run
 
     # -- faults made the real way ---------------------------------------------------------------
@@ -307,13 +312,13 @@ class Node:
         # 1. the toolkit's default: an unprivileged container's NVIDIA_VISIBLE_DEVICES is obeyed,
         #    so an image carrying NVIDIA_VISIBLE_DEVICES=all gets every GPU without asking
         self.toolkit_set(**{"accept-nvidia-visible-devices-envvar-when-unprivileged": "true"})
-        self.suite("fault-envvar-unprivileged", "cluster", "REJECTED by cluster.workload.isolation")
+        self.suite("fault-envvar-unprivileged", "cluster", ("cluster.workload.isolation",))
         self.toolkit_set(**{"accept-nvidia-visible-devices-envvar-when-unprivileged": "false"})
         # 2. the CDI spec gone (e.g. not regenerated after a driver change)
         moved = CDI_SPEC.with_suffix(".removed")
         CDI_SPEC.rename(moved)
         try:
-            self.suite("fault-cdi-spec-removed", "cluster", "REJECTED by cluster.workload.vectoradd_gpu")
+            self.suite("fault-cdi-spec-removed", "cluster", ("cluster.workload.vectoradd_gpu",))
         finally:
             moved.rename(CDI_SPEC)
         # 3. the device plugin's DaemonSet deleted with its pod: the kubelet withdraws the GPUs
@@ -327,33 +332,21 @@ class Node:
                   lambda: (self.core.read_node(NODE).status.allocatable or {}).get("nvidia.com/gpu", "0") == "0", 90)
         self.mark("device plugin gone, allocatable 0")
         self.suite("fault-device-plugin-deleted", "cluster",
-                   "REJECTED by cluster.mig.allocatable and cluster.workload.vectoradd_gpu")
+                   ("cluster.mig.allocatable", "cluster.workload.vectoradd_gpu"))
 
     # -- helpers -------------------------------------------------------------------------------
-    def alive(self, *names: str) -> bool:
-        from testbed.cluster.waiting import GiveUp
-        for name in names:
-            rc = self.sup.exited(name)
-            if rc is not None:
-                raise GiveUp(f"{name} exited with code {rc}:\n{self.sup.log_tail(name)}")
-        return True
-
     @staticmethod
     def wait(what: str, probe, timeout: float):
         from testbed.cluster.waiting import wait_for
         return wait_for(what, probe, timeout)
 
     def wait_http(self, name: str, url: str, expect: bytes, timeout: float) -> None:
+        from testbed.cluster.controlplane import wait_http
         ctx = None
         if url.startswith("https"):
             ctx = ssl.create_default_context(cafile=str(self.pki.ca.cert))
-            ctx.load_cert_chain(str(self.admin.cert), str(self.admin.key)) if hasattr(self, "admin") else None
-
-        def probe() -> bool:
-            self.alive(name)
-            with urllib.request.urlopen(url, timeout=5, context=ctx) as resp:  # noqa: S310 - loopback
-                return expect in resp.read()
-        self.wait(f"{name} to answer {url}", probe, timeout)
+            ctx.load_cert_chain(str(self.admin.cert), str(self.admin.key))
+        wait_http(self.sup, name, url, timeout, expect=expect, ctx=ctx)
 
     def collect(self) -> None:
         """Reports, logs and the configs the node ran with, into $OUT (one archive + a summary)."""
@@ -379,23 +372,15 @@ class Node:
 
 
 def verdicts(reports: Path) -> dict:
-    """Verdict counts and the non-passing checks of a run, from its JSON report."""
-    for f in sorted(reports.glob("*.json")):
-        try:
-            data = json.loads(f.read_text())
-        except ValueError:
-            continue
-        checks = data.get("checks") or data.get("results") or []
-        counts: dict[str, int] = {}
-        failing = []
-        for c in checks if isinstance(checks, list) else []:
-            v = c.get("verdict") or c.get("outcome")
-            counts[v] = counts.get(v, 0) + 1
-            if v not in ("pass", "passed"):
-                failing.append({"id": c.get("id") or c.get("check"), "verdict": v,
-                                "message": (c.get("message") or "")[:400]})
-        return {"decision": data.get("decision") or data.get("verdict"), "counts": counts, "not_pass": failing}
-    return {}
+    """The run's verdict, counts and every result that is not a pass, from its JSON report
+    (gpuconform/report/run.py: verdict.word, counts, results[].check_id/param/verdict/message)."""
+    files = sorted(reports.glob("*.json"))
+    if not files:
+        return {}
+    doc = json.loads(files[-1].read_text())
+    return {"verdict": doc["verdict"]["word"], "counts": doc["counts"],
+            "not_pass": [{"check": r["check_id"], "param": r["param"], "verdict": r["verdict"],
+                          "message": (r["message"] or "")[:400]} for r in doc["results"] if r["verdict"] != "pass"]}
 
 
 def machine_facts() -> dict:
@@ -425,10 +410,10 @@ def run(payload: Path, out: Path, *, faults: bool = True) -> int:
         node.control_plane()
         node.feature_discovery()
         node.device_plugin(objects)
-        node.suite("healthy", "node or cluster", "ACCEPTED")
+        node.suite("healthy", "node or cluster")
         if faults:
             node.faults(objects)
-        return 0
+        return 0 if all(r["as_expected"] for r in node.runs) else 1
     except Exception as exc:  # noqa: BLE001 - whatever broke is reported with the logs
         node.mark(f"bring-up failed: {type(exc).__name__}: {exc}")
         return 1
