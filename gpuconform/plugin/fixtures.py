@@ -3,6 +3,7 @@ three layers ("blocked by <check>", gpuconform/plugin/gating.py)."""
 from __future__ import annotations
 
 import shlex
+import sys
 
 import pytest
 import testinfra
@@ -135,4 +136,7 @@ def _gpuconform_blocked_by(request: pytest.FixtureRequest) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    gating.load_prerequisites(session)
+    # pytest calls this also when Ctrl-C or SIGTERM ends the collection half-way: the run ends as
+    # interrupted then, not with the prerequisites of the modules it never reached "unknown"
+    if sys.exc_info()[1] is None:
+        gating.load_prerequisites(session)

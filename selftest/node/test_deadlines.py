@@ -164,6 +164,21 @@ def test_signal_ends_the_run(base, sig):
     assert not _processes_in(base), "left running on the host:\n" + "\n".join(_processes_in(base))
 
 
+def test_ctrl_c_during_collection_ends_the_run_as_interrupted(base):
+    """Ctrl-C while pytest still collects (the probes already run): exit 2 and the report written
+    as interrupted, never exit 4 for the prerequisites of the modules it did not reach."""
+    host = _host(base, "hung", {"/usr/bin/nvidia-smi": HANGS_AND_ESCAPES}, timeout_binary=False)
+    proc = start_suite("-p", "selftest.node.interrupt_collection", "-m", "node", "-q",
+                       f"--profile={_profile(base, probe_s=120)}", f"--hosts=chroot://{host}",
+                       report_dir=base / "reports")
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 2, out[-3000:]
+    assert "unknown prerequisite" not in out and "Traceback" not in out, out[-3000:]
+    doc = json_results(base / "reports")
+    assert doc and "the run was interrupted" in " ".join(doc["verdict"]["reasons"]), out[-3000:]
+    assert not _processes_in(base), "left running on the host:\n" + "\n".join(_processes_in(base))
+
+
 #: A network namespace of our own where 10.213.99.0/24 lies behind one end of a veth pair whose
 #: other end has no address and a MAC no neighbour entry names: packets there vanish, so a
 #: connection to it is never answered (nor refused).

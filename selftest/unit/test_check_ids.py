@@ -142,3 +142,23 @@ def test_unknown_prerequisites_are_named_and_never_pass(monkeypatch):
     assert checks.unknown_needs() == ["x.y.upper needs x.y.bsae"]
     with pytest.raises(checks.CheckIdError, match="prerequisite x.y.bsae is not a loaded check"):
         Gate().blocker(("x.y.bsae",), "host", {"node": object()})
+
+
+def test_a_collection_ended_by_ctrl_c_is_not_refused_for_unknown_prerequisites(monkeypatch):
+    """pytest calls pytest_collection_finish also in the ``finally`` of a collection that Ctrl-C
+    ended: the prerequisites of modules it never reached are missing then, and the run must end as
+    interrupted (exit 2), not be refused (exit 4). A finished collection is still refused."""
+    from types import SimpleNamespace
+
+    from gpuconform.plugin import fixtures
+    monkeypatch.setattr(checks, "REGISTRY", {})
+    monkeypatch.setattr("gpuconform.plugin.gating.REGISTRY", checks.REGISTRY)
+    checks.check("x.y.upper", "upper", needs=["x.y.never_reached"])(lambda node: None)
+    session = SimpleNamespace(items=[], config=None)
+    with pytest.raises(KeyboardInterrupt):
+        try:
+            raise KeyboardInterrupt
+        finally:
+            fixtures.pytest_collection_finish(session)
+    with pytest.raises(pytest.UsageError, match="x.y.upper needs x.y.never_reached"):
+        fixtures.pytest_collection_finish(session)
