@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -75,11 +77,26 @@ def test_containerd_imports_the_images_under_their_references(bins, containerd, 
     assert os.access(snapshots[0].parent / "busybox", os.X_OK)
 
 
-def test_device_plugin_image_carries_its_libraries(bins, tmp_path):
-    image = images.device_plugin("nvcr.io/nvidia/k8s-device-plugin:v0.18.0", bins)
+def _driver_root(tmp_path):
+    """A driver folder whose NVML and libcuda are this machine's libm: dynamic libraries with
+    system dependencies (libc, the loader) outside the folder, as the real ones have."""
+    libm = next(p for p in oci.shared_libraries(Path(sys.executable).resolve()) if "libm.so" in p)
+    root = tmp_path / "nvidia"
+    (root / "lib64").mkdir(parents=True)
+    for name in ("libnvidia-ml.so.1", "libcuda.so.1"):
+        shutil.copy(libm, root / "lib64" / name)
+    return root, libm
+
+
+def test_device_plugin_image_carries_its_libraries_and_the_drivers_needs(bins, tmp_path):
+    root, libm = _driver_root(tmp_path)
+    deps = images.driver_dependencies(str(root))
+    assert deps and not any(d.startswith(str(root)) for d in deps), deps
+    assert set(deps) == set(oci.shared_libraries(Path(libm))), "the driver libraries' own needs, no more"
+    image = images.device_plugin("nvcr.io/nvidia/k8s-device-plugin:v0.18.0", bins, deps)
     needed = oci.shared_libraries(bins / "nvidia-device-plugin")
     assert needed, "the device plugin is a cgo program: it needs the C library"
-    assert set(needed) <= set(image.files)
+    assert set(needed) | set(deps) <= set(image.files)
     assert image.entrypoint == ["nvidia-device-plugin"] and image.env["NVIDIA_VISIBLE_DEVICES"] == "all"
 
 

@@ -80,3 +80,20 @@ def test_prerequisite_that_cannot_tell_does_not_block(registry):
     registry("n.upper", lambda node: None, needs=["n.unit"])
     gating.register(gating.Layer("node", None, "", lambda r: gating.Subject("h1", lambda: {"node": 1})))
     assert gating.blocked_by(request_for("n.upper", "node")) is None
+
+
+def test_no_whole_gpu_is_blocked_by_allocatable_where_the_platform_should_offer_one():
+    """cluster.workload.vectoradd_gpu with no nvidia.com/gpu offered anywhere: blocked by
+    cluster.mig.allocatable (which fails) when the profile's platform should offer whole GPUs (the
+    device plugin gone); a skip only when the profile's platform itself offers none."""
+    from types import SimpleNamespace
+
+    import tests.cluster.test_gpu_nodes  # noqa: F401 - registers cluster.mig.allocatable
+    from gpuconform.report.record import BLOCKED
+    from tests.cluster.conftest import no_whole_gpu
+    workers = [{"metadata": {"name": "h200"}}, {"metadata": {"name": "gpu-worker-2"}}]
+    offers = {"h200": {"nvidia.com/gpu": 1}, "gpu-worker-2": {"nvidia.com/mig-1g.10gb": 7}}
+    why = no_whole_gpu(workers, lambda node: SimpleNamespace(resources=offers[node]))
+    assert why.startswith(BLOCKED + "cluster.mig.allocatable (") and "the platform should: {'h200': 1}" in why, why
+    why = no_whole_gpu(workers[1:], lambda node: SimpleNamespace(resources=offers[node]))
+    assert not why.startswith(BLOCKED) and "offers no nvidia.com/gpu" in why, why

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 
-from testbed.gpunode.oci import Image
+from testbed.gpunode.oci import Image, shared_libraries
 
 PAUSE = "registry.k8s.io/pause:3.10.1"
 PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -44,16 +44,36 @@ def busybox(ref: str, binary: Path) -> Image:
     return _with_busybox(img, binary)
 
 
-def device_plugin(ref: str, bins: Path) -> Image:
+def driver_dependencies(driver_root: str) -> list[str]:
+    """What the driver's user-space libraries (NVML, libcuda), injected into a container at run
+    time, need from the image: the system libraries ``ldd`` lists for them outside the driver's
+    folder (libm, libdl, ...). The upstream images' Ubuntu/UBI base has all of glibc; a container
+    whose image lacks one cannot load NVML ("unsupported strategy auto")."""
+    found: list[str] = []
+    for name in ("libnvidia-ml.so.1", "libcuda.so.1"):
+        lib = next((p for p in sorted(Path(driver_root).glob(f"lib*/{name}"))), None)
+        if lib is None:
+            raise FileNotFoundError(f"no {name} under {driver_root}")
+        found += [dep for dep in shared_libraries(lib) if not dep.startswith(driver_root) and dep not in found]
+    return found
+
+
+def _with_libraries(img: Image, libraries: list[str]) -> Image:
+    for lib in libraries:
+        img.files.setdefault(lib, Path(lib))
+    return img
+
+
+def device_plugin(ref: str, bins: Path, driver_deps: list[str]) -> Image:
     img = Image(ref, entrypoint=["nvidia-device-plugin"], files=dict(LDCONFIG_FILES), dirs=dict(BASE_DIRS),
                 env={"PATH": PATH, "NVIDIA_DISABLE_REQUIRE": "true", "NVIDIA_VISIBLE_DEVICES": "all",
                      "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"})
     for name in ("nvidia-device-plugin", "gpu-feature-discovery"):
         img.add_binary(f"/usr/bin/{name}", bins / name)
-    return img
+    return _with_libraries(img, driver_deps)
 
 
-def vectoradd(ref: str, program: Path, busybox_binary: Path) -> Image:
+def vectoradd(ref: str, program: Path, busybox_binary: Path, driver_deps: list[str]) -> Image:
     img = Image(ref, files=dict(LDCONFIG_FILES), dirs=dict(BASE_DIRS), cmd=["/cuda-samples/vectorAdd"], env={
         "PATH": "/usr/local/nvidia/bin:/usr/local/cuda/bin:" + PATH,
         "LD_LIBRARY_PATH": "/usr/local/nvidia/lib:/usr/local/nvidia/lib64",
@@ -61,7 +81,7 @@ def vectoradd(ref: str, program: Path, busybox_binary: Path) -> Image:
         "NVIDIA_REQUIRE_CUDA": "cuda>=12.5"})
     _with_busybox(img, busybox_binary)
     img.add_binary("/cuda-samples/vectorAdd", program)
-    return img
+    return _with_libraries(img, driver_deps)
 
 
 def find_nvcc() -> str:

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
@@ -30,6 +31,7 @@ import yaml
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 ROOT = Path("/opt/gpunode")          # the unpacked payload
+SUITE = ROOT / "suite"               # the suite's wheel, installed
 STATE = Path("/var/lib/gpunode")     # PKI, etcd, kubeconfigs, logs, reports
 NODE = "h200"
 PROFILE = REPO / "profiles" / "h200-gpunode.yaml"
@@ -41,6 +43,7 @@ PORTS = {"etcd": 2379, "etcd_peer": 2380, "apiserver": 6443, "controller_manager
 CDI_SPEC = Path("/var/run/cdi/nvidia.yaml")
 TOOLKIT_CONFIG = Path("/etc/nvidia-container-runtime/config.toml")
 CONTAINERD_CONFIG = Path("/etc/containerd/config.toml")
+RUNTIME_LOG = "/var/log/nvidia-container-runtime.log"
 NFD_NAMESPACE = "node-feature-discovery"
 #: installed path -> payload binary (the multi-call `kube` dispatches on the name it is called by)
 INSTALL = {
@@ -81,6 +84,13 @@ def unpack(payload: Path) -> None:
     sys.path.insert(0, str(ROOT / "site"))
 
 
+def install_suite() -> None:
+    """The checkout's wheel into SUITE with the machine's own setuptools (nothing fetched)."""
+    shutil.rmtree(SUITE, ignore_errors=True)
+    sh(sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--no-build-isolation",
+       "--no-compile", "--target", str(SUITE), str(REPO), timeout=300)
+
+
 def install() -> None:
     for path, name in INSTALL.items():
         dst, src = Path(path), ROOT / "bin" / name
@@ -111,9 +121,12 @@ class Node:
         sh("nvidia-ctk", "config", "default", f"--output={TOOLKIT_CONFIG}")
         self.toolkit_set(**{"nvidia-container-runtime.mode": "cdi",
                             "accept-nvidia-visible-devices-envvar-when-unprivileged": "false",
-                            "accept-nvidia-visible-devices-as-volume-mounts": "true"})
+                            "accept-nvidia-visible-devices-as-volume-mounts": "true",
+                            # what the runtime decided for each container, for the run's record
+                            "nvidia-container-runtime.debug": RUNTIME_LOG, "nvidia-container-runtime.log-level": "debug"})
         CDI_SPEC.parent.mkdir(parents=True, exist_ok=True)
-        sh("nvidia-ctk", "cdi", "generate", f"--driver-root={DRIVER_ROOT}", "--dev-root=/",
+        # --mode: the config file's runtime mode (cdi) is no discovery mode; nvml is what "auto" picks here
+        sh("nvidia-ctk", "cdi", "generate", "--mode=nvml", f"--driver-root={DRIVER_ROOT}", "--dev-root=/",
            "--nvidia-cdi-hook-path=/usr/bin/nvidia-cdi-hook", f"--output={CDI_SPEC}")
         self.mark("toolkit config and CDI spec")
 
@@ -149,17 +162,18 @@ class Node:
         self.mark("vectorAdd compiled with the machine's nvcc")
         from gpuconform import profile
         prof = profile.load(PROFILE).profile   # the suite's own reading: the references it will run
+        deps = images.driver_dependencies(DRIVER_ROOT)
         refs = {
             "pause": images.pause(bins / "pause"),
             "busybox": images.busybox(prof.k8s_node.image, bins / "busybox"),
-            "device-plugin": images.device_plugin(images.chart_image(objects), bins),
-            "vectoradd": images.vectoradd(prof.cluster.workloads.image, vectoradd, bins / "busybox"),
+            "device-plugin": images.device_plugin(images.chart_image(objects), bins, deps),
+            "vectoradd": images.vectoradd(prof.cluster.workloads.image, vectoradd, bins / "busybox", deps),
         }
         for name, image in refs.items():
             archive = work / f"{name}.tar"
             oci.write_archive(image, archive)
             sh("ctr", "-n", "k8s.io", "images", "import", str(archive), timeout=120)
-        self.mark("images imported: " + ", ".join(i.ref for i in refs.values()))
+        self.mark("images imported: " + ", ".join(i.ref for i in refs.values()) + f"; driver needs {deps}")
 
     # -- control plane and kubelet ------------------------------------------------------------
     def control_plane(self) -> None:
@@ -258,17 +272,29 @@ class Node:
         namespace = next(o["metadata"]["namespace"] for o in objects if o["kind"] == "DaemonSet")
         self.namespace(namespace, privileged=True)
         apply(self.api, objects, namespace=namespace)
+        self.plugin_namespace = namespace
         self.wait_gpu_ready(120)
         self.mark("device plugin and GFD serving")
 
     def wait_gpu_ready(self, timeout: float) -> None:
         def ready() -> bool:
             self.sup.give_up_if_exited("nfd-master", "nfd-worker", "kubelet")
+            self.give_up_if_crashing(self.plugin_namespace)
             node = self.core.read_node(NODE)
             labels = node.metadata.labels or {}
             return (node.status.allocatable or {}).get("nvidia.com/gpu", "0") != "0" \
                 and "nvidia.com/gpu.product" in labels
         self.wait("allocatable nvidia.com/gpu and GFD's labels", ready, timeout)
+
+    def give_up_if_crashing(self, namespace: str) -> None:
+        """A container restarted twice will not come good by waiting: its last words instead."""
+        for pod in self.core.list_namespaced_pod(namespace).items:
+            for st in pod.status.container_statuses or []:
+                if st.restart_count >= 2:
+                    log = self.core.read_namespaced_pod_log(pod.metadata.name, namespace, container=st.name,
+                                                            previous=True, tail_lines=30)
+                    from testbed.cluster.waiting import GiveUp
+                    raise GiveUp(f"{pod.metadata.name}/{st.name} restarted {st.restart_count} times; its log:\n{log}")
 
     def namespace(self, name: str, *, privileged: bool) -> None:
         from kubernetes.client.rest import ApiException
@@ -280,28 +306,33 @@ class Node:
                 raise
 
     # -- the suite -----------------------------------------------------------------------------
-    def suite(self, name: str, marker: str, failing: tuple[str, ...] = ()) -> dict:
+    def suite(self, name: str, marker: str, failing: tuple[str, ...] = (), blocked: tuple[str, ...] = ()) -> dict:
         """One suite run; as expected when it is ACCEPTED with no ``failing`` checks named, or
-        REJECTED with each of them failed."""
+        REJECTED with each of them failed and each of ``blocked`` blocked by a failed check."""
         reports = STATE / "reports" / name
         reports.mkdir(parents=True, exist_ok=True)
-        env = self.env(PYTHONPATH=f"{ROOT / 'site'}:{REPO}", PYTHONDONTWRITEBYTECODE="1")
-        argv = [sys.executable, "-m", "pytest", "-m", marker, f"--profile={PROFILE}",
+        # the suite as a site runs it: its wheel installed (manifests ship as gpuconform.manifests),
+        # pytest started outside the checkout, importing the checks in importlib mode
+        env = self.env(PYTHONPATH=f"{SUITE}:{ROOT / 'site'}", PYTHONDONTWRITEBYTECODE="1")
+        argv = [sys.executable, "-m", "pytest", f"--rootdir={REPO}", f"--config-file={REPO / 'pyproject.toml'}",
+                "--import-mode=importlib", "-m", marker, f"--profile={PROFILE}",
                 f"--kubeconfig={self.kubeconfig}", f"--report-dir={reports}", f"--report-name={name}", "-p", "no:cacheprovider"]
         if "node" in marker:
             argv.append(f"--hosts=k8s-node://{NODE}")
+        argv.append(str(REPO / "tests"))   # testpaths apply only when pytest starts in the rootdir
         t = time.monotonic()
         try:
-            proc = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(argv, cwd=reports, env=env, capture_output=True, text=True, timeout=300)
             rc, output = proc.returncode, proc.stdout + proc.stderr
         except subprocess.TimeoutExpired as exc:
             rc, output = 124, f"{exc.stdout or ''}{exc.stderr or ''}\n(pytest killed after 300 s)"
         (reports / "pytest.log").write_text(output)
         found = verdicts(reports)
-        failed = {r["check"] for r in found.get("not_pass", []) if r["verdict"] == "fail"}
-        as_expected = (found.get("verdict") == "REJECTED" and set(failing) <= failed) if failing \
-            else found.get("verdict") == "ACCEPTED"
-        run = {"name": name, "marker": marker, "expected": list(failing) or "ACCEPTED", "rc": rc,
+        by_verdict = {v: {r["check"] for r in found.get("not_pass", []) if r["verdict"] == v} for v in ("fail", "blocked")}
+        as_expected = (found.get("verdict") == "REJECTED" and set(failing) <= by_verdict["fail"]
+                       and set(blocked) <= by_verdict["blocked"]) if failing else found.get("verdict") == "ACCEPTED"
+        expected = {"fail": list(failing), "blocked": list(blocked)} if failing else "ACCEPTED"
+        run = {"name": name, "marker": marker, "expected": expected, "rc": rc,
                "as_expected": as_expected, "seconds": round(time.monotonic() - t, 1), "verdicts": found}
         self.runs.append(run)
         self.mark(f"suite run {name}: rc={rc} {found.get('verdict')} (as expected: {as_expected})")
@@ -331,8 +362,8 @@ class Node:
         self.wait("allocatable nvidia.com/gpu 0",
                   lambda: (self.core.read_node(NODE).status.allocatable or {}).get("nvidia.com/gpu", "0") == "0", 90)
         self.mark("device plugin gone, allocatable 0")
-        self.suite("fault-device-plugin-deleted", "cluster",
-                   ("cluster.mig.allocatable", "cluster.workload.vectoradd_gpu"))
+        self.suite("fault-device-plugin-deleted", "cluster", ("cluster.mig.allocatable",),
+                   blocked=("cluster.workload.vectoradd_gpu",))
 
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
@@ -358,7 +389,7 @@ class Node:
         with tarfile.open(self.out / "gpunode-run.tar.gz", "w:gz") as tar:
             for path in (STATE / "reports", STATE / "logs", STATE / "kubelet.json", STATE / "nfd-worker.conf",
                          STATE / "nfd-master.conf", CONTAINERD_CONFIG, Path("/etc/containerd/conf.d"),
-                         TOOLKIT_CONFIG, CDI_SPEC, ROOT / "chart"):
+                         TOOLKIT_CONFIG, CDI_SPEC, ROOT / "chart", Path("/var/log/pods"), Path(RUNTIME_LOG)):
                 if path.exists():
                     tar.add(path, arcname=str(path).lstrip("/"))
             try:
@@ -394,10 +425,17 @@ def machine_facts() -> dict:
     return facts
 
 
+def _deadline(signum, frame) -> None:
+    raise NodeError(f"signal {signum}: the device command's deadline came first")
+
+
 def run(payload: Path, out: Path, *, faults: bool = True) -> int:
+    # `timeout -s TERM` around the device command: the reports and logs are still packed into $OUT
+    signal.signal(signal.SIGTERM, _deadline)
     t0 = time.monotonic()
     unpack(payload)
     install()
+    install_suite()
     objects = [d for d in yaml.safe_load_all((ROOT / "chart" / "objects.yaml").read_text()) if d]
     shutil.rmtree(STATE, ignore_errors=True)
     STATE.mkdir(parents=True)

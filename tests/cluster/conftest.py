@@ -123,14 +123,28 @@ def _pod_runs() -> Once:
     return Once(ClusterError)
 
 
+def no_whole_gpu(gpu_nodes: list[dict], expected_mig) -> str:
+    """Why vectoradd cannot ask a whole GPU when no GPU worker offers one: blocked by
+    cluster.mig.allocatable where the platform should offer some, else the profile's own reason."""
+    from gpuconform.checks import REGISTRY
+    from gpuconform.mig import RESOURCE_GPU
+    from gpuconform.plugin.gating import blocked
+    should = {nodes.name(n): c for n in gpu_nodes if (c := expected_mig(nodes.name(n)).resources.get(RESOURCE_GPU, 0))}
+    if should:
+        return blocked("cluster.mig.allocatable", REGISTRY["cluster.mig.allocatable"]["title"],
+                       f"no GPU worker offers {RESOURCE_GPU}; the platform should: {should}")
+    return (f"the profile's platform offers no {RESOURCE_GPU} (every GPU is MIG-partitioned under the mixed "
+            "strategy, or its replicas are renamed)")
+
+
 @pytest.fixture
-def vectoradd_on_gpu(workloads: Workloads, cluster, _pod_runs: Once, evidence) -> PodRun:
-    """cuda-vectoradd asking one whole GPU (``nvidia.com/gpu: 1``), run once per session."""
+def vectoradd_on_gpu(workloads: Workloads, cluster, expected_mig, _pod_runs: Once, evidence) -> PodRun:
+    """cuda-vectoradd asking one whole GPU (``nvidia.com/gpu: 1``), run once per session. With no
+    whole GPU offered: blocked by cluster.mig.allocatable where the platform should offer one,
+    skipped where the profile's platform offers none."""
     from gpuconform.cluster.workloads import render
-    offered = nodes.whole_gpus_offered(cluster.gpu_nodes())
-    if not offered:
-        pytest.skip("no GPU worker offers nvidia.com/gpu (every GPU is MIG-partitioned under the mixed strategy, "
-                    "or its replicas are renamed)")
+    if not nodes.whole_gpus_offered(cluster.gpu_nodes()):
+        pytest.skip(no_whole_gpu(cluster.gpu_nodes(), expected_mig))
     run = _pod_runs.get("gpu", lambda: workloads.run(render(
         "cuda-vectoradd.yaml", "cuda-vectoradd-gpu", workloads.ns, workloads.images,
         limits={"nvidia.com/gpu": 1})))
