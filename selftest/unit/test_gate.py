@@ -86,14 +86,16 @@ def test_no_whole_gpu_is_blocked_by_allocatable_where_the_platform_should_offer_
     """cluster.workload.vectoradd_gpu with no nvidia.com/gpu offered anywhere: blocked by
     cluster.mig.allocatable (which fails) when the profile's platform should offer whole GPUs (the
     device plugin gone); a skip only when the profile's platform itself offers none."""
-    from types import SimpleNamespace
-
     import tests.cluster.test_gpu_nodes  # noqa: F401 - registers cluster.mig.allocatable
+    from gpuconform.cluster.gpunode import Expected
     from gpuconform.report.record import BLOCKED
     from tests.cluster.conftest import no_whole_gpu
+
+    def expected(node):  # the type the suite's expected_mig returns
+        return Expected(labels={}, allocatable=offers[node], source="the profile", why="", mig=None)
     workers = [{"metadata": {"name": "h200"}}, {"metadata": {"name": "gpu-worker-2"}}]
     offers = {"h200": {"nvidia.com/gpu": 1}, "gpu-worker-2": {"nvidia.com/mig-1g.10gb": 7}}
-    why = no_whole_gpu(workers, lambda node: SimpleNamespace(resources=offers[node]))
+    why = no_whole_gpu(workers, expected)
     assert why.startswith(BLOCKED + "cluster.mig.allocatable (") and "the platform should: {'h200': 1}" in why, why
-    why = no_whole_gpu(workers[1:], lambda node: SimpleNamespace(resources=offers[node]))
+    why = no_whole_gpu(workers[1:], expected)
     assert not why.startswith(BLOCKED) and "offers no nvidia.com/gpu" in why, why

@@ -129,7 +129,7 @@ def no_whole_gpu(gpu_nodes: list[dict], expected_mig) -> str:
     from gpuconform.checks import REGISTRY
     from gpuconform.mig import RESOURCE_GPU
     from gpuconform.plugin.gating import blocked
-    should = {nodes.name(n): c for n in gpu_nodes if (c := expected_mig(nodes.name(n)).resources.get(RESOURCE_GPU, 0))}
+    should = {nodes.name(n): c for n in gpu_nodes if (c := expected_mig(nodes.name(n)).allocatable.get(RESOURCE_GPU, 0))}
     if should:
         return blocked("cluster.mig.allocatable", REGISTRY["cluster.mig.allocatable"]["title"],
                        f"no GPU worker offers {RESOURCE_GPU}; the platform should: {should}")
