@@ -44,6 +44,12 @@ def _chroot_paths(config: pytest.Config) -> None:
     config.option.connection = "chroot"
 
 
+def _walk(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
@@ -247,6 +253,22 @@ class Hooks:
         except ImportError:
             return
         rec.redact_mapping(session.config.stash.get(metadata_key, {}))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        """Ctrl-C or SIGTERM can land on an instruction without a line number (CPython 3.11), and
+        pytest's terminal reporter cannot show such a traceback entry (INTERNALERROR, exit 1):
+        those entries are left out, so the run still ends as interrupted (exit 2)."""
+        kept, tb = [], excinfo.tb
+        while tb is not None:
+            if tb.tb_lineno is not None:
+                kept.append(tb)
+            tb = tb.tb_next
+        if kept and len(kept) != sum(1 for _ in _walk(excinfo.tb)):
+            for a, b in zip(kept, kept[1:] + [None]):
+                a.tb_next = b
+            excinfo._excinfo = (excinfo.type, excinfo.value, kept[0])
+            excinfo._traceback = None
 
     # -- running ------------------------------------------------------------------------------
     @pytest.hookimpl(wrapper=True)
