@@ -259,12 +259,9 @@ class Hooks:
         """Ctrl-C or SIGTERM can land on an instruction without a line number (CPython 3.11), and
         pytest's terminal reporter cannot show such a traceback entry (INTERNALERROR, exit 1):
         those entries are left out, so the run still ends as interrupted (exit 2)."""
-        kept, tb = [], excinfo.tb
-        while tb is not None:
-            if tb.tb_lineno is not None:
-                kept.append(tb)
-            tb = tb.tb_next
-        if kept and len(kept) != sum(1 for _ in _walk(excinfo.tb)):
+        entries = list(_walk(excinfo.tb))
+        kept = [tb for tb in entries if tb.tb_lineno is not None]
+        if kept and len(kept) != len(entries):
             for a, b in zip(kept, kept[1:] + [None]):
                 a.tb_next = b
             excinfo._excinfo = (excinfo.type, excinfo.value, kept[0])

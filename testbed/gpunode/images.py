@@ -51,7 +51,7 @@ def driver_dependencies(driver_root: str) -> list[str]:
     whose image lacks one cannot load NVML ("unsupported strategy auto")."""
     found: list[str] = []
     for name in ("libnvidia-ml.so.1", "libcuda.so.1"):
-        lib = next((p for p in sorted(Path(driver_root).glob(f"lib*/{name}"))), None)
+        lib = next(iter(sorted(Path(driver_root).glob(f"lib*/{name}"))), None)
         if lib is None:
             raise FileNotFoundError(f"no {name} under {driver_root}")
         found += [dep for dep in shared_libraries(lib) if not dep.startswith(driver_root) and dep not in found]

@@ -272,14 +272,13 @@ class Node:
         namespace = next(o["metadata"]["namespace"] for o in objects if o["kind"] == "DaemonSet")
         self.namespace(namespace, privileged=True)
         apply(self.api, objects, namespace=namespace)
-        self.plugin_namespace = namespace
-        self.wait_gpu_ready(120)
+        self.wait_gpu_ready(namespace, 120)
         self.mark("device plugin and GFD serving")
 
-    def wait_gpu_ready(self, timeout: float) -> None:
+    def wait_gpu_ready(self, namespace: str, timeout: float) -> None:
         def ready() -> bool:
             self.sup.give_up_if_exited("nfd-master", "nfd-worker", "kubelet")
-            self.give_up_if_crashing(self.plugin_namespace)
+            self.give_up_if_crashing(namespace)
             node = self.core.read_node(NODE)
             labels = node.metadata.labels or {}
             return (node.status.allocatable or {}).get("nvidia.com/gpu", "0") != "0" \
@@ -288,12 +287,12 @@ class Node:
 
     def give_up_if_crashing(self, namespace: str) -> None:
         """A container restarted twice will not come good by waiting: its last words instead."""
+        from testbed.cluster.waiting import GiveUp
         for pod in self.core.list_namespaced_pod(namespace).items:
             for st in pod.status.container_statuses or []:
                 if st.restart_count >= 2:
                     log = self.core.read_namespaced_pod_log(pod.metadata.name, namespace, container=st.name,
                                                             previous=True, tail_lines=30)
-                    from testbed.cluster.waiting import GiveUp
                     raise GiveUp(f"{pod.metadata.name}/{st.name} restarted {st.restart_count} times; its log:\n{log}")
 
     def namespace(self, name: str, *, privileged: bool) -> None:
