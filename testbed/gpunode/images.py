@@ -48,7 +48,9 @@ def driver_dependencies(driver_root: str) -> list[str]:
     """What the driver's user-space libraries (NVML, libcuda), injected into a container at run
     time, need from the image: the system libraries ``ldd`` lists for them outside the driver's
     folder (libm, libdl, ...). The upstream images' Ubuntu/UBI base has all of glibc; a container
-    whose image lacks one cannot load NVML ("unsupported strategy auto")."""
+    whose image lacks one cannot load NVML: the plugin dlopens libnvidia-ml.so.1 from the driver
+    root (k8s-device-plugin cmd/nvidia-device-plugin/main.go) and, without it, finds no platform
+    ("Incompatible strategy detected auto", internal/plugin/factory.go)."""
     found: list[str] = []
     for name in ("libnvidia-ml.so.1", "libcuda.so.1"):
         lib = next(iter(sorted(Path(driver_root).glob(f"lib*/{name}"))), None)

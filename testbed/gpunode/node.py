@@ -125,7 +125,8 @@ class Node:
                             # what the runtime decided for each container, for the run's record
                             "nvidia-container-runtime.debug": RUNTIME_LOG, "nvidia-container-runtime.log-level": "debug"})
         CDI_SPEC.parent.mkdir(parents=True, exist_ok=True)
-        # --mode: the config file's runtime mode (cdi) is no discovery mode; nvml is what "auto" picks here
+        # --mode: without it the discovery mode is read from the config's nvidia-container-runtime.mode
+        # (toolkit cmd/nvidia-ctk/cdi/generate/generate.go), and "cdi" is no discovery mode
         sh("nvidia-ctk", "cdi", "generate", "--mode=nvml", f"--driver-root={DRIVER_ROOT}", "--dev-root=/",
            "--nvidia-cdi-hook-path=/usr/bin/nvidia-cdi-hook", f"--output={CDI_SPEC}")
         self.mark("toolkit config and CDI spec")
