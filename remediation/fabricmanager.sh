@@ -12,8 +12,9 @@ if has rpm && ! has dpkg-query; then
   pm=dnf; has dnf || pm=yum
   [ "$have" = "$V" ] || run $pm install -y "nvidia-fabric-manager-$V"
 else
-  have=$(in_root dpkg-query -W -f '${Version}\n' "nvidia-fabricmanager-${V%%.*}" 2>/dev/null | head -n 1)
-  [ "${have%-*}" = "$V" ] || run apt-get install -y --allow-downgrades "nvidia-fabricmanager-${V%%.*}=$V-1"
+  # installed only: dpkg also lists a package removed but not purged (rc) with its old version
+  have=$(in_root dpkg-query -W -f '${db:Status-Abbrev}${Version}\n' "nvidia-fabricmanager-${V%%.*}" 2>/dev/null | head -n 1)
+  [ "${have%-*}" = "ii $V" ] || run apt-get install -y --allow-downgrades "nvidia-fabricmanager-${V%%.*}=$V-1"
 fi
 if has systemctl; then
   [ "$(in_root systemctl is-enabled "$U" 2>/dev/null || true)" = enabled ] || run systemctl enable "$U"

@@ -271,7 +271,8 @@ class NodeFacts:
             and not self.process_running("nvidia-persistenced")
 
     @cached_property
-    def fabric_manager_packages(self) -> tuple[tuple[str, str], ...]:
+    def fabric_manager_packages(self) -> tuple[host.Package, ...]:
+        """Every fabric manager package the package manager knows, installed or not."""
         return host.parse_packages(self.section("fm_packages").out)
 
     # -- container runtime ------------------------------------------------------------------
@@ -310,6 +311,17 @@ class NodeFacts:
         if unmatched:
             source += f" (imports matching nothing: {', '.join(unmatched)})"
         return containerd.cri_runtimes(cfg), source
+
+    @cached_property
+    def cdi_specs(self) -> dict[str, str]:
+        """CDI spec files in containerd's default spec dirs: {path: kind}."""
+        return containerd.parse_cdi_specs(self.section("cdi_specs").out)
+
+    @cached_property
+    def nvidia_cdi_specs(self) -> list[str]:
+        """The NVIDIA GPU specs among them in the dirs containerd reads (its cdi_spec_dirs)."""
+        cri, _source = self.containerd_config
+        return containerd.nvidia_gpu_specs(self.cdi_specs, cri.cdi_spec_dirs)
 
     # -- kernel tunables and log ------------------------------------------------------------
     @cached_property

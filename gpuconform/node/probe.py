@@ -180,9 +180,13 @@ STEPS: tuple[Step, ...] = (
          f"systemctl show -p {_UNIT_PROPERTIES} <the profile's units>"),
     Step("processes", 'for p in /proc/[0-9]*; do [ -r "$p/comm" ] && echo "${p#/proc/} $(cat "$p/comm")"; done; true',
          "cat /proc/[0-9]*/comm"),
-    Step("fm_packages", "{ rpm -qa --qf '%{NAME} %{VERSION}\\n' 'nvidia-fabric*manager*' 2>/dev/null; "
-                        "dpkg-query -W -f '${Package} ${Version}\\n' 'nvidia-fabricmanager*' 2>/dev/null; true; }",
-         "rpm -qa 'nvidia-fabric*manager*' || dpkg-query -W 'nvidia-fabricmanager*'"),
+    # dpkg lists packages in every state (removed but not purged: rc, merely known: un), so its
+    # state goes with each line; rpm -qa lists installed packages only (each installed version)
+    Step("fm_packages", "{ rpm -qa --qf 'rpm %{NAME} %{VERSION}\\n' 'nvidia-fabric*manager*' 2>/dev/null; "
+                        "dpkg-query -W -f 'dpkg ${db:Status-Abbrev} ${Package} ${Version}\\n' "
+                        "'nvidia-fabricmanager*' 2>/dev/null; true; }",
+         "rpm -qa 'nvidia-fabric*manager*' || dpkg-query -W -f '${db:Status-Abbrev} ${Package} ${Version}\\n' "
+         "'nvidia-fabricmanager*'"),
     Step("fm_version", "$T nv-fabricmanager --version", "nv-fabricmanager --version"),
     Step("nvidia_ctk", "$T nvidia-ctk --version", "nvidia-ctk --version"),
     Step("runtime_binary", 'set -f; for p in $GPUC_RUNTIMES; do if [ -e "$p" ]; then ls -lL "$p"; '
@@ -192,6 +196,12 @@ STEPS: tuple[Step, ...] = (
     Step("containerd_dump", "$T containerd config dump", "containerd config dump"),
     Step("containerd_files", f'for f in {CONTAINERD_FILES}; do [ -f "$f" ] && {{ echo "### file $f"; cat "$f"; }}; done; true',
          f"cat {CONTAINERD_FILES}"),
+    # CDI specs where containerd looks by default, each with its kind (vendor/class): the top-level
+    # `kind` of a spec in YAML or JSON (tags.cncf.io/container-device-interface, specs-go/config.go)
+    Step("cdi_specs", 'for d in /etc/cdi /var/run/cdi; do for f in "$d"/*.yaml "$d"/*.yml "$d"/*.json; do '
+                      '[ -f "$f" ] || continue; k=$(grep -o -E \'"?kind"?[[:space:]]*:[[:space:]]*"?[A-Za-z0-9._/-]+\' "$f" '
+                      '| head -n 1 | sed -E \'s/.*:[[:space:]]*"?//\'); echo "kind=$k $f"; done; done; true',
+         "grep kind /etc/cdi/* /var/run/cdi/*"),
     Step("sysctl", 'set -f; for k in $GPUC_SYSCTLS; do f="/proc/sys/$(echo "$k" | tr . /)"; '
                    'if [ -r "$f" ]; then echo "$k=$(cat "$f")"; else echo "$k=?"; fi; done; true',
          "cat /proc/sys/<key>  (each sysctl key of the profile)"),

@@ -29,11 +29,20 @@ class Runtime:
     binary_name: str | None
 
 
+#: Where containerd reads CDI specs when its config names no cdi_spec_dirs (containerd
+#: internal/cri/config/config_unix.go, 1.7 and 2.x alike).
+CDI_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
+
+
 @dataclasses.dataclass(frozen=True)
 class CriRuntimes:
     version: int
     default: str | None
     runtimes: dict[str, Runtime]
+    # enable_cdi of the CRI plugin (v3: the runtime plugin); None: not in the files read, so
+    # containerd's default, which its version decides (off in 1.7, on from 2.0: config_unix.go)
+    enable_cdi: bool | None = None
+    cdi_spec_dirs: tuple[str, ...] = CDI_SPEC_DIRS
 
 
 def loads(text: str, source: str = "config") -> dict:
@@ -78,7 +87,43 @@ def cri_runtimes(cfg: dict) -> CriRuntimes:
     for name, rt in (section.get("runtimes") or {}).items():
         opts = rt.get("options") or {}
         runtimes[name] = Runtime(name, rt.get("runtime_type"), opts.get("BinaryName"))
-    return CriRuntimes(version, section.get("default_runtime_name"), runtimes)
+    # a version 3 file is containerd 2.x's, whose default is on; versions 1 and 2 are read by both
+    enable_cdi = plugin.get("enable_cdi", True if version >= 3 else None)
+    return CriRuntimes(version, section.get("default_runtime_name"), runtimes, enable_cdi,
+                       tuple(plugin.get("cdi_spec_dirs") or CDI_SPEC_DIRS))
+
+
+def parse_cdi_specs(text: str) -> dict[str, str]:
+    """The probe's ``kind=<vendor/class> <path>`` lines → {spec path: kind} ('' when no kind was read)."""
+    specs = {}
+    for line in text.splitlines():
+        if line.startswith("kind="):
+            kind, _, path = line[len("kind="):].partition(" ")
+            if path:
+                specs[path] = kind
+    return specs
+
+
+#: The vendor of the spec the GPU Operator's toolkit writes for its own management containers
+#: (nvidia-container-toolkit cmd/nvidia-ctk-installer/toolkit/toolkit.go, --cdi-kind default
+#: management.nvidia.com/gpu): it gives workloads no GPU.
+MANAGEMENT_VENDOR = "management.nvidia.com"
+
+
+def nvidia_gpu_specs(specs: dict[str, str], dirs: tuple[str, ...]) -> list[str]:
+    """The specs among ``specs`` in one of ``dirs`` that give workloads NVIDIA GPUs: kind
+    ``<vendor>/gpu`` with vendor nvidia.com (``nvidia-ctk cdi generate``) or under it (the device
+    plugin's k8s.device-plugin.nvidia.com), not the operator's management spec."""
+    def norm(path: str) -> str:
+        return path.replace("/var/run/", "/run/", 1) if path.startswith("/var/run/") else path
+    wanted = {norm(d).rstrip("/") for d in dirs}
+    found = []
+    for path, kind in sorted(specs.items()):
+        vendor, _, cls = kind.partition("/")
+        if cls == "gpu" and (vendor == "nvidia.com" or vendor.endswith(".nvidia.com")) and vendor != MANAGEMENT_VENDOR \
+                and norm(path).rpartition("/")[0] in wanted:
+            found.append(f"{path} ({kind})")
+    return found
 
 
 def split_dumped_files(text: str) -> dict[str, str]:

@@ -72,9 +72,43 @@ def parse_linker(out: str, err: str, ok: bool) -> Linker:
                   version, ok and version is not None, err.strip())
 
 
-def parse_packages(text: str) -> tuple[tuple[str, str], ...]:
-    """``name version`` lines (``rpm -qa --qf`` / ``dpkg-query -W -f``) → (name, version) pairs."""
-    return tuple((f[0], f[1]) for f in (line.split() for line in text.splitlines()) if len(f) >= 2)
+#: dpkg's package states by the second letter of ``${db:Status-Abbrev}`` (dpkg-query(1), field
+#: db:Status-Abbrev; dpkg(1), "PACKAGE STATES"). A package removed but not purged is ``config-files``
+#: (``rc``) and keeps its old version; one dpkg merely knows of is ``not-installed`` (``un``).
+DPKG_STATES = {"n": "not-installed", "c": "config-files", "H": "half-installed", "U": "unpacked",
+               "F": "half-configured", "W": "triggers-awaiting", "t": "triggers-pending", "i": "installed"}
+#: States whose files are on the host, configured (trigger processing does not change the files).
+INSTALLED_STATES = frozenset({"installed", "triggers-awaiting", "triggers-pending"})
+
+
+@dataclasses.dataclass(frozen=True)
+class Package:
+    name: str
+    version: str
+    state: str      # a DPKG_STATES value; rpm lists installed packages only
+
+    @property
+    def installed(self) -> bool:
+        return self.state in INSTALLED_STATES
+
+    def describe(self) -> str:
+        return f"{self.name} {self.version or '(no version)'} ({self.state})"
+
+
+def parse_packages(text: str) -> tuple[Package, ...]:
+    """The probe's package lines: ``rpm NAME VERSION`` (``rpm -qa --qf``: installed packages, every
+    installed version of each) and ``dpkg ABBREV NAME [VERSION]`` (``dpkg-query -W -f
+    '${db:Status-Abbrev} ...'``: every package dpkg knows, in any state; ABBREV such as ``ii``,
+    ``rc``, ``un``, ``iHR``)."""
+    packages = []
+    for fields in (line.split() for line in text.splitlines()):
+        if len(fields) >= 3 and fields[0] == "rpm":
+            packages.append(Package(fields[1], fields[2], "installed"))
+        elif len(fields) >= 3 and fields[0] == "dpkg":
+            abbrev = fields[1]
+            state = DPKG_STATES.get(abbrev[1:2], f"unknown state {abbrev}")
+            packages.append(Package(fields[2], fields[3] if len(fields) > 3 else "", state))
+    return tuple(packages)
 
 
 def parse_tool_version(text: str) -> str | None:

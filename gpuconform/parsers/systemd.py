@@ -21,7 +21,9 @@ class Unit:
 
     def describe(self) -> str:
         """``active (running)``-style text: the active state with its sub-state or load state."""
-        return f"{self.active_state} ({self.sub_state or self.load_state})"
+        text = f"{self.active_state} ({self.sub_state or self.load_state})"
+        # a unit systemd cannot find (its package removed) says so, not only "inactive (dead)"
+        return text if self.load_state in ("loaded", "") or not self.sub_state else f"{text}, {self.load_state}"
 
 
 _FIELDS = {"LoadState": "load_state", "ActiveState": "active_state", "SubState": "sub_state",

@@ -90,7 +90,13 @@ class ContainerRuntime(Strict):
         description="path of nvidia-container-runtime: executable there, and containerd's `nvidia` runtime "
                     "BinaryName (the distribution package: /usr/bin; the GPU Operator's toolkit: "
                     "/usr/local/nvidia/toolkit/nvidia-container-runtime)")
-    nvidia_default: bool = Field(True, description="`nvidia` must be containerd's default runtime")
+    injection: Literal["default-runtime", "runtime-class", "cdi"] = Field(
+        "default-runtime",
+        description="how GPU containers get their devices: 'default-runtime': `nvidia` is containerd's default "
+                    "runtime (nvidia-ctk runtime configure --set-as-default; the GPU Operator before v25.10); "
+                    "'runtime-class': pods choose RuntimeClass `nvidia`, runc stays the default; 'cdi': containerd "
+                    "injects them from CDI specs (enable_cdi on, an NVIDIA spec under its cdi_spec_dirs; the GPU "
+                    "Operator from v25.10, where `nvidia` is not the default)")
 
 
 class SysctlRule(Strict):

@@ -66,7 +66,7 @@ def host_summary(facts) -> dict:
     out["driver"] = ", ".join(sorted(drivers)) or (proc or {}).get("version")
     out["mig"] = mig_summary(gpus)
     packages = _try(lambda: facts.fabric_manager_packages, []) or []
-    out["fabric_manager"] = ", ".join(sorted({version for _name, version in packages})) or None
+    out["fabric_manager"] = ", ".join(sorted({p.version for p in packages if p.installed})) or None
     return out
 
 

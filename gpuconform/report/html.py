@@ -62,8 +62,10 @@ def host_labels(hosts: list[str]) -> dict[str, str]:
 
 def listed(r: dict) -> bool:
     """Whether the result gets a row (with its details) in the results table: everything but a
-    clean pass of a host or node check, which the matrix shows and the pass panel explains."""
-    return not (r["verdict"] == "pass" and not r.get("retries") and r.get("host") and r.get("layer") in MATRIX_LAYERS)
+    clean pass of a host or node check, which the matrix shows and the pass panel explains, and a
+    skip the profile asked for there, which the matrix shows with its reason."""
+    clean = (r["verdict"] == "pass" and not r.get("retries")) or r["verdict"] == "skip"
+    return not (clean and r.get("host") and r.get("layer") in MATRIX_LAYERS)
 
 
 MATRIX_LAYERS = ("node", "cluster")
@@ -259,6 +261,8 @@ def matrix(doc: dict, layer: str = "node") -> str:
             r = cells[key].get(h)
             if r is None:
                 tds.append("<td></td>")
+            elif not listed(r) and r["verdict"] == "skip":
+                tds.append(f'<td class="v-skip" title="{escape(r["message"][:300])}">S</td>')
             elif not listed(r):
                 tds.append('<td class="v-pass">P</td>')
             else:
@@ -294,7 +298,7 @@ def pass_data(doc: dict) -> str:
     def idx(table: dict, value: str) -> int:
         return table.setdefault(value, len(table))
     for r in doc["results"]:
-        if listed(r):
+        if listed(r) or r["verdict"] != "pass":
             continue
         key = row_key(r)
         c = idx(checks, key)
@@ -474,14 +478,17 @@ document.addEventListener('DOMContentLoaded', function () {
     var el = document.getElementById(id);
     if (t && el) { after.parentNode.insertBefore(el, after.nextSibling); after = el; }
   });
-  var blob = document.getElementById('gc-passes'), label = document.querySelector('.filters span.passed');
-  if (blob && label) {
-    var n = Number(blob.dataset.count);
-    label.textContent = (parseInt(label.textContent, 10) + n) + ' Passed (' + n + ' in the matrix only),';
-    var count = document.querySelector('.run-count');
-    if (count) { count.textContent = count.textContent.replace(/^\\d+ tests?/, function (m) {
-      return (parseInt(m, 10) + n) + ' tests'; }); }
-  }
+  var note = document.getElementById('gc-table-note'), total = 0;
+  [['passes', 'passed', 'Passed'], ['skips', 'skipped', 'Skipped']].forEach(function (k) {
+    var n = note ? Number(note.dataset[k[0]] || 0) : 0, label = document.querySelector('.filters span.' + k[1]);
+    if (n && label) {
+      label.textContent = (parseInt(label.textContent, 10) + n) + ' ' + k[2] + ' (' + n + ' in the matrix only),';
+      total += n;
+    }
+  });
+  var count = document.querySelector('.run-count');
+  if (count && total) { count.textContent = count.textContent.replace(/^\\d+ tests?/, function (m) {
+    return (parseInt(m, 10) + total) + ' tests'; }); }
 });
 })();</script>"""
 
@@ -494,9 +501,11 @@ def summary_fragments(doc: dict, json_name: str, json_sha256: str, approver: str
     prefix = [p for p in (verdict_block(doc), fix_block(doc), drift_block(doc), layer_summary(doc),
                           fingerprint_block(doc)) if p]
     hidden = sum(not listed(r) for r in doc["results"])
-    summary = [f'<p id="gc-table-note">The results table below lists every result except the {hidden} clean '
+    skips = sum(not listed(r) and r["verdict"] == "skip" for r in doc["results"])
+    also = f" and {skips} skips the profile asked for (the S letters: their reason on hover)" if skips else ""
+    summary = [f'<p id="gc-table-note" data-passes="{hidden - skips}" data-skips="{skips}">The results table below lists every result except the {hidden - skips} clean '
                f'passes of host and node checks: those are the P letters of the matrix (click one for its rule '
-               f'and evidence) and are in full in <span class="gc-mono">{escape(json_name)}</span>.</p>'] if hidden else []
+               f'and evidence){also}; all are in full in <span class="gc-mono">{escape(json_name)}</span>.</p>'] if hidden else []
     postfix = [p for p in (matrix(doc, "node"), matrix(doc, "cluster"), mig_block(doc), waivers_block(doc),
                                 remediation_block(doc), pass_data(doc)) if p]
     postfix.append(environment_block(environment or {}))

@@ -27,6 +27,14 @@ EXPECTED: dict[str, Expect] = {
     "gpu-good": Expect(),
     "good-mig": Expect(),          # profile group "*-mig" expects MIG enabled
     "good-debian": Expect(),
+    "cdi-debian": Expect(),        # profile group cdi-*: injection cdi
+    "cdi-specs-missing-debian": Expect({"node.containerd.cdi": r"no CDI spec gives workloads NVIDIA GPUs.*spec files: none"}),
+    "cdi-disabled-debian": Expect({"node.containerd.cdi": r"enable_cdi is off"}),
+    # the same host in a pool whose profile declares nvidia as the default runtime
+    "operator-cdi-node-debian": Expect({"node.containerd.nvidia_default":
+                                        r"'runc'.*injects GPUs through CDI \(/var/run/cdi/.*nvidia\.com/gpu.*"
+                                        r"container_runtime\.injection: cdi"}),
+    "upgraded-debian": Expect(),   # an old branch's fabric manager in rc, another un: not installed
     "nouveau-loaded": Expect({"node.nouveau.not_loaded": r"nouveau"}),
     "nouveau-not-blacklisted": Expect({"node.nouveau.blacklisted": r"blacklist nouveau"}),
     # the good hosts' initramfs lists etc/modprobe.d/blacklist-nouveau.conf (dracut copies
@@ -68,6 +76,10 @@ EXPECTED: dict[str, Expect] = {
     "wrong-product": Expect({"node.gpu.product": r"H100 PCIe"}),
     "fabricmanager-mismatch": Expect({"node.fabricmanager.version": r"580\.82\.07",
                                       "node.fabricmanager.active": r"failed"}),
+    "fabricmanager-removed-debian": Expect({
+        "node.fabricmanager.version": r"no fabric manager package is installed.*"
+                                      r"nvidia-fabricmanager-580 580\.95\.05-1 \(config-files\)",
+        "node.fabricmanager.active": r"not-found"}),
     "fabricmanager-inactive": Expect({"node.fabricmanager.active": r"failed"}),
     "persistenced-inactive": Expect({
         "node.persistenced.enabled": r"disabled",

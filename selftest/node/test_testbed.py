@@ -70,7 +70,7 @@ GOOD_PROBE = {
                           r"SubState=running\nUnitFileState=enabled\n\nId=nvidia-fabricmanager\.service",
                           r"^Id=containerd\.service$"]),
     "processes": (0, [r"^1 systemd$", r"^\d+ nvidia-persiste$", r"^\d+ nv-fabricmanage$", r"^\d+ containerd$"]),
-    "fm_packages": (0, [r"^nvidia-fabric-manager 580\.95\.05$"]),
+    "fm_packages": (0, [r"^rpm nvidia-fabric-manager 580\.95\.05$"]),
     "fm_version": (0, [r"580\.95\.05"]),
     "nvidia_ctk": (0, [r"^NVIDIA Container Toolkit CLI version 1\.17\.8$", r"^commit: [0-9a-f]{40}$"]),
     "runtime_binary": (0, [r"^/usr/bin/nvidia-container-runtime: executable$"]),
@@ -125,6 +125,10 @@ ANSWERS = [
     ("good-debian", "dkms status", 0, r"\Anvidia, 580\.95\.05, 5\.15\.0-139-generic, x86_64: installed\n", None),
     ("good-debian", "dpkg-query -W -f '${Package} ${Version}\\n' 'nvidia-fabricmanager*'", 0,
      r"\Anvidia-fabricmanager-580 580\.95\.05-1\n", None),
+    ("upgraded-debian", "dpkg-query -W -f '${db:Status-Abbrev}|${Package}|${Version}|${Status}\\n' 'nvidia-fabricmanager*'",
+     0, r"\Arc \|nvidia-fabricmanager-570\|570\.172\.08-1\|deinstall ok config-files\n"
+        r"un \|nvidia-fabricmanager-575\|\|unknown ok not-installed\n"
+        r"ii \|nvidia-fabricmanager-580\|580\.95\.05-1\|install ok installed\n\Z", None),
     ("good-debian", "containerd config dump", 0,
      r"(?s)\Aversion = 3\n.*imports = \['/etc/containerd/conf\.d/99-nvidia\.toml'\].*"
      r"default_runtime_name = 'nvidia'.*BinaryName = '/usr/bin/nvidia-container-runtime'", None),

@@ -38,8 +38,8 @@ def test_groups_are_validated_once_and_laid_over_the_node_section(tmp_path):
     assert isinstance(lp.profile.node, profile.NodeExpectations)
     assert lp.profile.groups[0].node.model_fields_set == {"mig", "gpu"}
     tk = lp.node_for("gpu-tk-1").container_runtime
-    assert (tk.runtime_binary, tk.engine, tk.nvidia_default) == (
-        "/usr/local/nvidia/toolkit/nvidia-container-runtime", "containerd", True)
+    assert (tk.runtime_binary, tk.engine, tk.injection) == (
+        "/usr/local/nvidia/toolkit/nvidia-container-runtime", "containerd", "default-runtime")
     inputs = lp.probe_inputs()
     assert inputs.runtime_binaries == ("/usr/bin/nvidia-container-runtime",
                                        "/usr/local/nvidia/toolkit/nvidia-container-runtime")

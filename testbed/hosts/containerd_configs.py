@@ -40,7 +40,9 @@ def _config_v2(s: Scenario) -> str:
     key = 'plugins."io.containerd.grpc.v1.cri"'
     text = ('disabled_plugins = []\nimports = []\noom_score = 0\nroot = "/var/lib/containerd"\n'
             'state = "/run/containerd"\nversion = 2\n\n[plugins]\n\n'
-            f'  [{key}]\n    sandbox_image = "registry.k8s.io/pause:3.10"\n\n'
+            f'  [{key}]\n    sandbox_image = "registry.k8s.io/pause:3.10"\n'
+            + ("" if s.containerd_enable_cdi is None else f"    enable_cdi = {str(s.containerd_enable_cdi).lower()}\n")
+            + '\n'
             f'    [{key}.containerd]\n      default_runtime_name = "{s.containerd_default_runtime}"\n'
             f'\n      [{key}.containerd.runtimes]\n')
     if s.containerd_nvidia_runtime:
@@ -50,9 +52,12 @@ def _config_v2(s: Scenario) -> str:
 
 def _dropin_v3(s: Scenario) -> str:
     key = 'plugins."io.containerd.cri.v1.runtime"'
+    cdi = "" if s.containerd_enable_cdi is None else f"    enable_cdi = {str(s.containerd_enable_cdi).lower()}\n"
+    # nvidia-ctk writes default_runtime_name only with --set-as-default
+    default = ("" if s.containerd_default_runtime == "runc"
+               else f'      default_runtime_name = "{s.containerd_default_runtime}"\n')
     return ('version = 3\n\n[plugins]\n\n'
-            f'  [{key}]\n\n    [{key}.containerd]\n'
-            f'      default_runtime_name = "{s.containerd_default_runtime}"\n'
+            f'  [{key}]\n{cdi}\n    [{key}.containerd]\n' + default +
             f'\n      [{key}.containerd.runtimes]\n'
             + _runtime_v2_file(key, "nvidia", s.runtime_path))
 
@@ -122,7 +127,7 @@ version = 2
     device_ownership_from_security_context = false
     disable_apparmor = false
     disable_cgroup = false
-    enable_cdi = false
+    enable_cdi = {str(s.enable_cdi).lower()}
     enable_selinux = false
     max_container_log_line_size = 16384
     sandbox_image = "registry.k8s.io/pause:3.10"
@@ -254,7 +259,7 @@ oom_score = 0
     netns_mounts_under_state_dir = false
     enable_unprivileged_ports = true
     enable_unprivileged_icmp = true
-    enable_cdi = true
+    enable_cdi = {str(s.enable_cdi).lower()}
     cdi_spec_dirs = ['/etc/cdi', '/var/run/cdi']
     drain_exec_sync_io_timeout = '0s'
     ignore_deprecation_warnings = []

@@ -68,7 +68,7 @@ def install(r: Root, s: Scenario) -> None:
         _install(r, "pkg-install", "/usr/bin/dnf")
     else:
         r.write(f"{STATE}/packages.tsv", "".join(
-            f"{p.name}\t{p.version}\t-\t{p.arch}\n" for p in s.packages))
+            f"{p.name}\t{p.version}\t{p.dpkg_state}\t{p.arch}\n" for p in s.packages))
         _install(r, "dpkg-query", "/usr/bin/dpkg-query")
         _install(r, "pkg-install", "/usr/bin/apt-get")
 

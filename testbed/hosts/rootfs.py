@@ -183,9 +183,12 @@ def _etc(r: Root, s: Scenario) -> None:
             "/etc/modprobe.d/nvidia-graphics-drivers-kms.conf", "options nvidia-drm modeset=1\n")
     for path, content in containerd_configs.files(s).items():
         r.write(path, content)
+    for path, content in s.cdi_specs.items():
+        r.write(path, content)
     if s.units is not None:
         for unit in s.units:
-            r.write(f"/usr/lib/systemd/system/{unit.name}", f"[Unit]\nDescription={unit.name}\n")
+            if unit.load_state != "not-found":   # its package removed the unit file
+                r.write(f"/usr/lib/systemd/system/{unit.name}", f"[Unit]\nDescription={unit.name}\n")
 
 
 def _proc(r: Root, s: Scenario) -> None:

@@ -3,9 +3,16 @@ driver.enabled=false and relies on it)."""
 import pytest
 
 from gpuconform.checks import check
+from gpuconform.node.facts import CannotTell
 
 CONFIGURE = ("nvidia-ctk runtime configure --runtime=containerd --set-as-default && "
              "systemctl restart containerd  (remediation/containerd-nvidia-runtime.sh --apply)")
+
+
+def _injection(expected, mode):
+    if expected.container_runtime.injection != mode:
+        pytest.skip(f"the profile's GPU injection is {expected.container_runtime.injection}, not {mode} "
+                    "(container_runtime.injection)")
 
 
 def _containerd(expected):
@@ -61,11 +68,35 @@ def test_containerd_nvidia_runtime(node, expected):
 
 
 @check("node.containerd.nvidia_default", "nvidia is containerd's default runtime",
-       fix=CONFIGURE, needs=["node.containerd.nvidia_runtime"], evidence=["containerd_dump", "containerd_files"])
+       fix=CONFIGURE, needs=["node.containerd.nvidia_runtime"], evidence=["containerd_dump", "containerd_files", "cdi_specs"])
 def test_containerd_default_runtime(node, expected):
-    """containerd's default_runtime_name is `nvidia` when the profile asks for it."""
+    """containerd's default_runtime_name is `nvidia` when the profile's injection is default-runtime."""
     _containerd(expected)
-    if not expected.container_runtime.nvidia_default:
-        pytest.skip("the profile does not ask for nvidia as the default runtime")
+    _injection(expected, "default-runtime")
     cri, source = node.containerd_config
-    assert cri.default == "nvidia", f"containerd's default runtime is {cri.default or 'runc (unset)'!r}, not 'nvidia' ({source})"
+    cdi = node.nvidia_cdi_specs if cri.enable_cdi else []
+    assert cri.default == "nvidia", (
+        f"containerd's default runtime is {cri.default or 'runc (unset)'!r}, not 'nvidia' ({source})"
+        + (f"; this node injects GPUs through CDI ({', '.join(cdi)}, enable_cdi on): if that is the platform's "
+           "design (GPU Operator v25.10 and later), its profile must say container_runtime.injection: cdi" if cdi else ""))
+
+
+@check("node.containerd.cdi", "containerd injects NVIDIA GPUs through CDI",
+       fix="enable_cdi = true in containerd's CRI config (the GPU Operator's toolkit sets it with cdi.enabled), then "
+           "systemctl restart containerd; the workload spec comes from the device plugin (device-list-strategy cdi-cri: "
+           "its pod's log says why it is missing) or `nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml`",
+       needs=["node.containerd.installed"], evidence=["containerd_dump", "containerd_files", "cdi_specs"])
+def test_containerd_cdi(node, expected):
+    """With injection cdi: containerd's enable_cdi is on and one of its cdi_spec_dirs holds an NVIDIA GPU spec."""
+    _containerd(expected)
+    _injection(expected, "cdi")
+    cri, source = node.containerd_config
+    if cri.enable_cdi is None:
+        raise CannotTell(f"enable_cdi is not set in {source}: its default depends on containerd's version "
+                         "(off in 1.7, on from 2.0) and `containerd config dump` did not run")
+    assert cri.enable_cdi, f"containerd's enable_cdi is off ({source}): CDI devices are not injected"
+    specs = node.nvidia_cdi_specs
+    found = ", ".join(f"{p} ({k or 'no kind'})" for p, k in node.cdi_specs.items()) or "none"
+    assert specs, (f"no CDI spec gives workloads NVIDIA GPUs (kind nvidia.com/gpu or <vendor>.nvidia.com/gpu, "
+                   f"not the operator's management.nvidia.com/gpu) in "
+                   f"{', '.join(cri.cdi_spec_dirs)}; spec files: {found}")

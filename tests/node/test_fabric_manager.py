@@ -18,9 +18,12 @@ def test_fabric_manager_version(node, expected):
     """The installed fabric manager package has exactly the driver's version (the loaded driver's
     when one is loaded, else the profile's)."""
     _required(expected)
-    pkgs = node.fabric_manager_packages
-    assert pkgs, "no fabric manager package is installed (nvidia-fabric-manager / nvidia-fabricmanager-<branch>)"
-    versions = sorted({v.split("-")[0] for _, v in pkgs})
+    known = node.fabric_manager_packages
+    installed = [p for p in known if p.installed]
+    leftovers = "; ".join(p.describe() for p in known if not p.installed)
+    assert installed, ("no fabric manager package is installed (nvidia-fabric-manager / "
+                       "nvidia-fabricmanager-<branch>)" + (f"; known but not installed: {leftovers}" if leftovers else ""))
+    versions = sorted({p.version.split("-")[0] for p in installed})
     loaded = node.driver_proc_version
     driver = loaded.version if loaded else expected.driver.version
     assert versions == [driver], (

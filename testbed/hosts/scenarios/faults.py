@@ -145,6 +145,18 @@ def _fabricmanager_mismatch(s: Scenario) -> None:
     _fabricmanager_fails(s)
 
 
+@fault("fabricmanager-removed-debian", "apt-get remove (not purge) of the fabric manager: dpkg keeps it as rc "
+                                "with its version, its program and unit file are gone", on="good-debian")
+def _fabricmanager_removed(s: Scenario) -> None:
+    for p in s.packages:
+        if "fabric" in p.name:
+            p.dpkg_state = "rc"
+    s.fabricmanager_version = None
+    _unit(s, "nvidia-fabricmanager.service", load_state="not-found", active_state="inactive",
+          sub_state="dead", unit_file_state="")
+    s.processes.remove("nv-fabricmanager")
+
+
 @fault("fabricmanager-inactive", "nvidia-fabricmanager enabled but failed, not running")
 def _fabricmanager_inactive(s: Scenario) -> None:
     _fabricmanager_fails(s)
@@ -190,6 +202,23 @@ def _toolkit_from_operator(s: Scenario) -> None:
     # `nvidia` runtime there (BinaryName /usr/local/nvidia/toolkit/nvidia-container-runtime).
     s.toolkit_dir = "/usr/local/nvidia/toolkit"
     s.packages = [p for p in s.packages if p.name != "nvidia-container-toolkit"]
+
+
+@fault("cdi-specs-missing-debian", "CDI node after a reboot: /var/run is a tmpfs, nvidia-cdi-refresh "
+                                   "did not run and the device plugin has not rewritten its spec", on="cdi-debian")
+def _cdi_specs_missing(s: Scenario) -> None:
+    s.cdi_specs = {}
+
+
+@fault("cdi-disabled-debian", "CDI node whose containerd config turns enable_cdi off", on="cdi-debian")
+def _cdi_disabled(s: Scenario) -> None:
+    s.containerd_enable_cdi = False
+
+
+@fault("operator-cdi-node-debian", "a GPU Operator v25.10 CDI node in the pool the profile declares "
+                                   "nvidia-as-default-runtime", on="cdi-debian")
+def _operator_cdi_node(s: Scenario) -> None:
+    """Nothing changes on the host: the fault is the pool's profile (no cdi-* group matches)."""
 
 
 @fault("containerd-no-nvidia-runtime", "containerd has no nvidia runtime (nvidia-ctk runtime "

@@ -135,3 +135,50 @@ def good_debian() -> Scenario:
     s.initramfs_tool = "lsinitramfs"
     s.sysctls["kernel.osrelease"] = kver
     return s
+
+
+def good_debian_upgraded() -> Scenario:
+    """Ubuntu-like good worker moved from the 570 to the 580 branch: dpkg still knows the old
+    branch's fabric manager (removed, not purged: ``rc`` with its old version) and a branch it never
+    installed (``un``, no version); only the 580 package is installed."""
+    s = good_debian().clone("upgraded-debian", "good Ubuntu-like worker after a driver branch "
+                            "move: the old fabric manager in dpkg state rc, another known as un")
+    s.packages[:0] = [Package("nvidia-fabricmanager-570", "570.172.08-1", arch="amd64", dpkg_state="rc"),
+                      Package("nvidia-fabricmanager-575", "", arch="amd64", dpkg_state="un")]
+    return s
+
+
+def _cdi_spec(kind: str, devices: list[tuple[str, list[str]]]) -> str:
+    """A CDI spec as the toolkit writes it: tags.cncf.io/container-device-interface specs-go
+    (cdiVersion, kind, devices[].name, containerEdits.deviceNodes[].path) marshalled by
+    sigs.k8s.io/yaml, which orders keys alphabetically, so `kind` comes last."""
+    lines = ["---", "cdiVersion: 0.5.0", "containerEdits:", "  deviceNodes:", "  - path: /dev/nvidiactl",
+             "  - path: /dev/nvidia-uvm", "devices:"]
+    for name, nodes in devices:
+        lines += ["- containerEdits:", "    deviceNodes:", *(f"    - path: {n}" for n in nodes), f"  name: {name}"]
+    return "\n".join([*lines, f"kind: {kind}", ""])
+
+
+def cdi_debian() -> Scenario:
+    """The Ubuntu worker on GPU Operator v25.10 with the host's toolkit: CDI on, runc stays
+    containerd's default; workloads get GPUs through containerd's CDI injection."""
+    s = good_debian().clone("cdi-debian", "Ubuntu worker on GPU Operator v25.10: CDI on, runc the default "
+                                          "runtime, CDI specs of the toolkit and the device plugin in /var/run/cdi")
+    # gpu-operator v25.10 values.yaml: cdi.enabled true, nvidia not set as containerd's default.
+    # nvidia-container-toolkit v1.18 deployments/systemd/nvidia-cdi-refresh.service (installed by
+    # the package): `nvidia-ctk cdi generate` to /var/run/cdi/nvidia.yaml, kind nvidia.com/gpu
+    # (pkg/nvcdi defaults). k8s-device-plugin with device-list-strategy cdi-cri writes its own spec,
+    # kind k8s.device-plugin.nvidia.com/gpu, devices named by UUID.
+    s.toolkit_version = "1.18.0"
+    for p in s.packages:
+        if p.name == "nvidia-container-toolkit":
+            p.version = "1.18.0-1"
+    s.containerd_default_runtime = "runc"
+    s.containerd_enable_cdi = True
+    nodes = [(str(g.index), [f"/dev/nvidia{g.index}"]) for g in s.gpus]
+    uuids = [(g.uuid, [f"/dev/nvidia{g.index}"]) for g in s.gpus]
+    s.cdi_specs = {
+        "/var/run/cdi/nvidia.yaml": _cdi_spec("nvidia.com/gpu", [*nodes, *uuids]),
+        "/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.yaml": _cdi_spec("k8s.device-plugin.nvidia.com/gpu", uuids),
+    }
+    return s

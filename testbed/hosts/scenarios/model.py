@@ -102,6 +102,10 @@ class Package:
     version: str
     release: str = ""
     arch: str = "x86_64"
+    # dpkg's want and status letters (dpkg(1) "PACKAGE STATES"): ii installed, rc removed with its
+    # config files left (version kept), un known but never installed or purged (no version); an
+    # rpm database holds installed packages only
+    dpkg_state: str = "ii"
 
 
 @dataclasses.dataclass
@@ -142,6 +146,10 @@ class Scenario:
     containerd_nvidia_runtime: bool = True
     containerd_default_runtime: str = "nvidia"
     containerd_dropin: bool = False            # config v3: nvidia-ctk's conf.d drop-in + imports
+    # enable_cdi written in the config (the toolkit's drop-in); None: containerd's default, which
+    # its version decides (internal/cri/config/config_unix.go: off in 1.7, on from 2.0)
+    containerd_enable_cdi: bool | None = None
+    cdi_specs: dict[str, str] = dataclasses.field(default_factory=dict)   # path -> CDI spec
     sysctls: dict[str, str] = dataclasses.field(default_factory=dict)
     dmesg: list[str] = dataclasses.field(default_factory=list)
     initramfs_tool: str | None = "lsinitrd"    # lsinitrd | lsinitramfs | None
@@ -154,6 +162,13 @@ class Scenario:
     def runtime_path(self) -> str:
         """nvidia-container-runtime's path, where containerd's `nvidia` runtime points."""
         return f"{self.toolkit_dir}/nvidia-container-runtime"
+
+    @property
+    def enable_cdi(self) -> bool:
+        """What containerd runs with (and `config dump` prints)."""
+        if self.containerd_enable_cdi is not None:
+            return self.containerd_enable_cdi
+        return self.containerd_config_version >= 3
 
     @property
     def loaded(self) -> set[str]:
