@@ -221,6 +221,39 @@ class NodeFacts:
             raise CannotTell(f"nvidia-smi exited {self.smi.rc} but listed no GPU")
         return rows
 
+    def _per_gpu(self, step: str, what: str, parse) -> list:
+        """One row per GPU nvidia-smi listed, from the query of probe step ``step``."""
+        rows = self._query(self.section(step), what, parse)
+        missing = sorted({g.index for g in self.gpus} - {r.index for r in rows})
+        if missing:
+            raise CannotTell(f"{what} printed no row for GPU {', '.join(map(str, missing))}")
+        return rows
+
+    @cached_property
+    def gpu_pcie(self) -> list[nvidia_smi.GpuPcie]:
+        return self._per_gpu("smi_pcie", "nvidia-smi PCIe query", nvidia_smi.parse_pcie)
+
+    @cached_property
+    def gpu_clocks(self) -> list[nvidia_smi.GpuClocks]:
+        return self._per_gpu("smi_clocks", "nvidia-smi clock limiter query", nvidia_smi.parse_clocks)
+
+    @cached_property
+    def gpu_memory_errors(self) -> list[nvidia_smi.GpuMemoryErrors]:
+        return self._per_gpu("smi_memory_errors", "nvidia-smi memory error query", nvidia_smi.parse_memory_errors)
+
+    @cached_property
+    def nvlinks(self) -> list[nvidia_smi.NvLink]:
+        """Every NVLink of every GPU (none on a GPU without NVLink), with its error counters."""
+        status, errors = self.section("nvlink_status"), self.section("nvlink_errors")
+        for sec, what in ((status, "nvidia-smi nvlink -s"), (errors, "nvidia-smi nvlink -e")):
+            if not sec.ok:
+                raise CannotTell(f"{what} {_failed(sec, sec.out)}")
+        return nvidia_smi.parse_nvlink(status.out, errors.out)
+
+    @cached_property
+    def operator_validations(self) -> host.Validations:
+        return host.parse_validations(self.section("validations").out)
+
     @cached_property
     def gpu_health(self) -> list[nvidia_smi.GpuHealth]:
         """One row per GPU of the identity query, each telling its memory health: retired pages

@@ -32,7 +32,8 @@ import dataclasses
 import math
 import shlex
 
-from gpuconform.parsers.nvidia_smi import GPU_FIELDS, GPU_HEALTH_FIELDS
+from gpuconform.parsers.nvidia_smi import (CLOCK_FIELDS, GPU_FIELDS, GPU_HEALTH_FIELDS, MEMORY_ERROR_FIELDS,
+                                           PCIE_FIELDS)
 
 MARK = "@@gpuconform"
 OUT = "| "
@@ -127,8 +128,12 @@ class Step:
 
 
 _TOOL_LIST = " ".join(TOOLS)
-_GPU_QUERY = "nvidia-smi --query-gpu=" + ",".join(GPU_FIELDS) + " --format=csv,noheader"
-_HEALTH_QUERY = "nvidia-smi --query-gpu=" + ",".join(GPU_HEALTH_FIELDS) + " --format=csv,noheader"
+def _query(fields: tuple[str, ...]) -> str:
+    return "nvidia-smi --query-gpu=" + ",".join(fields) + " --format=csv,noheader"
+
+
+_GPU_QUERY = _query(GPU_FIELDS)
+_HEALTH_QUERY = _query(GPU_HEALTH_FIELDS)
 _UNIT_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState"
 
 #: Every step of the probe, in the order it runs.
@@ -202,14 +207,29 @@ STEPS: tuple[Step, ...] = (
                       '[ -f "$f" ] || continue; k=$(grep -o -E \'"?kind"?[[:space:]]*:[[:space:]]*"?[A-Za-z0-9._/-]+\' "$f" '
                       '| head -n 1 | sed -E \'s/.*:[[:space:]]*"?//\'); echo "kind=$k $f"; done; done; true',
          "grep kind /etc/cdi/* /var/run/cdi/*"),
+    Step("smi_pcie", f"$T {_query(PCIE_FIELDS)}", _query(PCIE_FIELDS)),
+    Step("smi_clocks", f"$T {_query(CLOCK_FIELDS)}", _query(CLOCK_FIELDS)),
+    Step("smi_memory_errors", f"$T {_query(MEMORY_ERROR_FIELDS)}", _query(MEMORY_ERROR_FIELDS)),
+    Step("nvlink_status", "$T nvidia-smi nvlink -s", "nvidia-smi nvlink -s"),
+    Step("nvlink_errors", "$T nvidia-smi nvlink -e", "nvidia-smi nvlink -e"),
+    # the GPU Operator validator's status files (gpu-operator validator/main.go: /run/nvidia/
+    # validations, driver-ready holding IS_HOST_DRIVER=…): names, and driver-ready's two keys
+    # prefixed, so that no file's content can pass for another file
+    Step("validations", 'D=/run/nvidia/validations; for f in driver-ready toolkit-ready cuda-ready plugin-ready; do '
+                        '[ -e "$D/$f" ] && echo "ready $f"; done; [ -r "$D/driver-ready" ] && '
+                        'sed -n -E "s/^(IS_HOST_DRIVER|NVIDIA_DRIVER_ROOT)=(.*)$/driver \\1=\\2/p" "$D/driver-ready"; true',
+         "ls /run/nvidia/validations; cat /run/nvidia/validations/driver-ready"),
     Step("sysctl", 'set -f; for k in $GPUC_SYSCTLS; do f="/proc/sys/$(echo "$k" | tr . /)"; '
                    'if [ -r "$f" ]; then echo "$k=$(cat "$f")"; else echo "$k=?"; fi; done; true',
          "cat /proc/sys/<key>  (each sysctl key of the profile)"),
-    Step("kernel_log", 'if dmesg >/dev/null 2>&1; then echo "source=dmesg"; dmesg | grep -E "NVRM: Xid"; '
+    # both sources stamp lines with seconds since boot (dmesg; journal -o short-monotonic), set
+    # against /proc/uptime for the profile's time window
+    Step("kernel_log", 'up="uptime=$(cut -d" " -f1 /proc/uptime 2>/dev/null)"; '
+                       'if dmesg >/dev/null 2>&1; then echo "source=dmesg"; echo "$up"; dmesg | grep -E "NVRM: Xid"; '
                        'elif command -v journalctl >/dev/null 2>&1 && journalctl -k -b -n 1 >/dev/null 2>&1; then '
-                       'echo "source=journal"; journalctl -k -b --no-pager | grep -E "NVRM: Xid"; '
+                       'echo "source=journal"; echo "$up"; journalctl -k -b --no-pager -o short-monotonic | grep -E "NVRM: Xid"; '
                        'else echo "source=none"; fi; true',
-         "dmesg | grep 'NVRM: Xid'  (or journalctl -k -b)"),
+         "dmesg | grep 'NVRM: Xid'  (or journalctl -k -b -o short-monotonic); cat /proc/uptime"),
 )
 
 #: Each step by its name (what the evidence of a check names).

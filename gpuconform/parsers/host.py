@@ -111,6 +111,26 @@ def parse_packages(text: str) -> tuple[Package, ...]:
     return tuple(packages)
 
 
+@dataclasses.dataclass(frozen=True)
+class Validations:
+    """The GPU Operator validator's status files present, and what driver-ready says."""
+    ready: frozenset[str]
+    driver: dict[str, str]
+
+
+def parse_validations(text: str) -> Validations:
+    """The probe's ``ready <file>`` and ``driver <KEY>=<value>`` lines."""
+    ready, driver = set(), {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "ready" and rest:
+            ready.add(rest.strip())
+        elif kind == "driver" and "=" in rest:
+            key, _, value = rest.partition("=")
+            driver[key] = value.strip()
+    return Validations(frozenset(ready), driver)
+
+
 def parse_tool_version(text: str) -> str | None:
     """``... version X ...`` (nvidia-ctk --version) → X."""
     m = re.search(r"version\s+(\S+)", text)

@@ -56,11 +56,25 @@ def parse_modprobe_grep(text: str) -> list[tuple[str, list[str]]]:
 
 
 _XID = re.compile(r"NVRM: Xid \((?P<pci>[^)]*)\): (?P<code>\d+)")
+#: the seconds since boot that dmesg and `journalctl -o short-monotonic` put first: ``[  123.456]``
+_MONOTONIC = re.compile(r"^\[\s*(\d+(?:\.\d+)?)\]")
 
 
-def parse_xids(text: str) -> list[tuple[int, str]]:
-    """Kernel log lines → [(xid code, line)]."""
-    return [(int(m["code"]), line.strip()) for line in text.splitlines() if (m := _XID.search(line))]
+@dataclasses.dataclass(frozen=True)
+class Xid:
+    code: int
+    line: str
+    at_s: float | None     # seconds after boot, when the line carries it
+
+
+def parse_xids(text: str) -> list[Xid]:
+    """Kernel log lines → their Xid events."""
+    out = []
+    for line in text.splitlines():
+        if m := _XID.search(line):
+            t = _MONOTONIC.match(line.strip())
+            out.append(Xid(int(m["code"]), line.strip(), float(t[1]) if t else None))
+    return out
 
 
 #: an os-release value (os-release(5)): "double quoted" with shell escapes, 'single quoted', or a
@@ -150,11 +164,22 @@ class KernelLog:
     """The kernel log since boot, as far as it could be read: its source (dmesg, journal, or none
     readable) and its Xid events."""
     source: str
-    xids: tuple[tuple[int, str], ...]
+    xids: tuple[Xid, ...]
+    uptime_s: float | None = None      # /proc/uptime when the log was read
+
+    def within(self, hours: float | None) -> tuple[Xid, ...]:
+        """The Xids of the last ``hours`` (all when None, or when a line's time is unknown)."""
+        if hours is None or self.uptime_s is None:
+            return self.xids
+        return tuple(x for x in self.xids if x.at_s is None or self.uptime_s - x.at_s <= hours * 3600)
 
 
 def parse_kernel_log(text: str) -> KernelLog:
-    """``source=<dmesg|journal|none>`` then the log's ``NVRM: Xid`` lines."""
+    """``source=<dmesg|journal|none>``, ``uptime=<seconds>``, then the log's ``NVRM: Xid`` lines."""
     lines = text.splitlines()
     source = lines[0].partition("=")[2] if lines and lines[0].startswith("source=") else "none"
-    return KernelLog(source, tuple(parse_xids("\n".join(lines[1:]))))
+    uptime = None
+    if len(lines) > 1 and lines[1].startswith("uptime="):
+        value = lines[1].partition("=")[2].strip()
+        uptime = float(value) if re.fullmatch(r"\d+(\.\d+)?", value) else None
+    return KernelLog(source, tuple(parse_xids("\n".join(lines[1:]))), uptime)

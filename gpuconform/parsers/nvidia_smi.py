@@ -52,6 +52,72 @@ class GpuHealth(Keyed):
             self.remapped_rows_failure is not None and self.remapped_rows_pending is not None)
 
 
+#: The PCIe link, queried apart (nvidia-smi --help-query-gpu, driver 580): gen/width ``current``
+#: "may be reduced when the GPU is not in use", ``max`` is what the GPU and the system allow
+#: together; the idle limiter says whether the GPU is in use. ``clocks_throttle_reasons.*`` are
+#: the older names of ``clocks_event_reasons.*``: drivers before the rename answer them too.
+PCIE_FIELDS = ("index", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
+               "pcie.link.width.max", "clocks_throttle_reasons.gpu_idle")
+#: Clock limiters that mean trouble (--help-query-gpu: HW slowdown, HW thermal slowdown, HW power
+#: brake, SW thermal slowdown), by their short names; idle, the SW power cap, application clocks
+#: and sync boost are normal operation and not queried.
+CLOCK_EVENTS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
+CLOCK_FIELDS = ("index", *(f"clocks_throttle_reasons.{e}" for e in CLOCK_EVENTS))
+#: Memory error counters: rows remapped for uncorrectable errors (Ampere on) and SRAM ECC errors
+#: since the GPU was made (aggregate).
+MEMORY_ERROR_FIELDS = ("index", "remapped_rows.uncorrectable", "ecc.errors.uncorrected.aggregate.sram",
+                       "ecc.errors.corrected.aggregate.sram")
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuPcie(Keyed):
+    """One GPU of the PCIe query (:data:`PCIE_FIELDS`); None where nvidia-smi has no value (a VM
+    may not pass them through)."""
+    index: int
+    pcie_link_gen_current: str | None
+    pcie_link_gen_max: str | None
+    pcie_link_width_current: str | None
+    pcie_link_width_max: str | None
+    clocks_throttle_reasons_gpu_idle: str | None
+
+    @property
+    def idle(self) -> bool:
+        return self.clocks_throttle_reasons_gpu_idle == "Active"
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuClocks(Keyed):
+    """One GPU of the clock limiter query (:data:`CLOCK_FIELDS`): ``Active``/``Not Active``."""
+    index: int
+    clocks_throttle_reasons_hw_slowdown: str | None
+    clocks_throttle_reasons_hw_thermal_slowdown: str | None
+    clocks_throttle_reasons_hw_power_brake_slowdown: str | None
+    clocks_throttle_reasons_sw_thermal_slowdown: str | None
+
+    def active(self) -> list[str]:
+        """The limiters of :data:`CLOCK_EVENTS` engaged now."""
+        return [e for e in CLOCK_EVENTS if getattr(self, f"clocks_throttle_reasons_{e}") == "Active"]
+
+
+@dataclasses.dataclass(frozen=True)
+class GpuMemoryErrors(Keyed):
+    """One GPU of the memory error query (:data:`MEMORY_ERROR_FIELDS`); None where not supported."""
+    index: int
+    remapped_rows_uncorrectable: str | None
+    ecc_errors_uncorrected_aggregate_sram: str | None
+    ecc_errors_corrected_aggregate_sram: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class NvLink(Keyed):
+    """One NVLink of one GPU: ``nvidia-smi nvlink -s`` (speed, or None when ``<inactive>``) and
+    ``-e`` (its error counters by name: Replay, Recovery, CRC)."""
+    gpu: int
+    link: int
+    speed: str | None
+    errors: tuple[tuple[str, int], ...] = ()
+
+
 @dataclasses.dataclass(frozen=True)
 class MigDevice(Keyed):
     profile: str
@@ -108,6 +174,42 @@ def parse_gpus(text: str) -> list[GpuRow]:
 def parse_health(text: str) -> list[GpuHealth]:
     """The health query (:data:`GPU_HEALTH_FIELDS`), one row per GPU."""
     return _typed(GpuHealth, text, GPU_HEALTH_FIELDS)
+
+
+def parse_pcie(text: str) -> list[GpuPcie]:
+    return _typed(GpuPcie, text, PCIE_FIELDS)
+
+
+def parse_clocks(text: str) -> list[GpuClocks]:
+    return _typed(GpuClocks, text, CLOCK_FIELDS)
+
+
+def parse_memory_errors(text: str) -> list[GpuMemoryErrors]:
+    return _typed(GpuMemoryErrors, text, MEMORY_ERROR_FIELDS)
+
+
+_LINK_GPU = re.compile(r"^GPU (\d+): ")
+_LINK = re.compile(r"^\s+Link (\d+): (.+?)\s*$")
+_LINK_ERROR = re.compile(r"^(\w+) Errors: (\d+)$")
+
+
+def parse_nvlink(status: str, errors: str = "") -> list[NvLink]:
+    """``nvidia-smi nvlink -s`` (``GPU 0: NAME (UUID: …)`` then a tab-indented ``Link 0: 26.562
+    GB/s`` or ``Link 3: <inactive>`` per link) with the counters of ``nvidia-smi nvlink -e`` (``Link 0:
+    Replay Errors: 0``, ``Recovery Errors``, ``CRC Errors``). A GPU without NVLink lists no link."""
+    def per_link(text: str):
+        gpu = None
+        for line in text.splitlines():
+            if m := _LINK_GPU.match(line):
+                gpu = int(m[1])
+            elif (m := _LINK.match(line)) and gpu is not None:
+                yield gpu, int(m[1]), m[2]
+    counters: dict[tuple[int, int], list[tuple[str, int]]] = {}
+    for gpu, link, value in per_link(errors):
+        if m := _LINK_ERROR.match(value):
+            counters.setdefault((gpu, link), []).append((m[1], int(m[2])))
+    return [NvLink(gpu, link, None if "inactive" in value.lower() else value, tuple(counters.get((gpu, link), ())))
+            for gpu, link, value in per_link(status)]
 
 
 _GPU = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)\s*$")

@@ -78,6 +78,9 @@ class Services(Strict):
         "any", description="'required': fabric manager at the driver's version and active (NVSwitch systems)")
     fabric_manager_unit: UnitName = Field("nvidia-fabricmanager.service",
                                           description="systemd unit of the fabric manager")
+    operator_validator: Literal["required", "any"] = Field(
+        "any", description="'required': the GPU Operator's validator runs on the host and has written driver-ready "
+                           "(host driver), toolkit-ready, cuda-ready and plugin-ready under /run/nvidia/validations")
 
 
 class ContainerRuntime(Strict):
@@ -110,8 +113,33 @@ class Mig(Strict):
         "any", description="MIG mode every GPU must be in (and no change pending); 'any': not checked")
 
 
+Count = Annotated[int, Field(ge=0, le=1 << 40)]
+
+
 class Health(Strict):
-    xid_allowed: tuple[Annotated[int, Field(ge=0, le=65535)], ...] = Field((), description="Xid codes tolerated in the kernel log since boot")
+    xid_allowed: tuple[Annotated[int, Field(ge=0, le=65535)], ...] = Field((), description="Xid codes tolerated in the kernel log")
+    xid_window_h: float | None = Field(None, gt=0, le=24 * 366, description="only Xids logged in the last so many "
+                                       "hours count (seconds since boot against /proc/uptime); none: since boot")
+    pcie_link: Literal["full", "any"] = Field(
+        "full", description="'full': every GPU's PCIe link at its maximum width, and generation unless the GPU is idle "
+                            "(nvidia-smi: the generation drops when the GPU is not in use); 'any': not checked")
+    clock_events_allowed: tuple[Literal["hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+                                        "sw_thermal_slowdown"], ...] = Field(
+        (), description="clock limiters tolerated when engaged (HW slowdown, HW thermal, HW power brake, SW thermal)")
+    remapped_rows_uncorrectable_max: Count | None = Field(
+        512, description="most rows remapped for uncorrectable errors per GPU (Azure NHC's H100 limit: 512); none: not checked")
+    sram_uncorrectable_max: Count | None = Field(
+        0, description="most uncorrectable SRAM ECC errors per GPU since manufacture (NHC: any is a fault); none: not checked")
+    sram_correctable_max: Count | None = Field(
+        10000, description="most correctable SRAM ECC errors per GPU since manufacture (NHC: 10k); none: not checked")
+    nvlinks_per_gpu: Count | None = Field(
+        None, description="NVLinks every GPU must have up (H100/H200 SXM: 18); none: NVLink is not checked")
+    nvlink_recovery_errors_max: Count | None = Field(
+        0, description="most NVLink recovery errors (a link retrained) per link since the driver loaded; none: not checked")
+    nvlink_replay_errors_max: Count | None = Field(
+        None, description="most NVLink replay errors per link; none: not checked (they grow on healthy links under load)")
+    nvlink_crc_errors_max: Count | None = Field(
+        None, description="most NVLink CRC errors per link; none: not checked (they grow on healthy links under load)")
 
 
 class NodeExpectations(Strict):

@@ -80,7 +80,14 @@ GOOD_PROBE = {
                             r'^\s+BinaryName = "/usr/bin/nvidia-container-runtime"$']),
     "containerd_files": (0, [r"^### file /etc/containerd/config\.toml$"]),
     "sysctl": (0, [r"^net\.core\.bpf_jit_harden=1$"]),
-    "kernel_log": (0, [r"^source=dmesg$"]),
+    "kernel_log": (0, [r"^source=dmesg$", r"^uptime=200000\.00$"]),
+    "smi_pcie": (0, [rf"^{i}, 1, 5, 16, 16, Active$" for i in range(8)]),   # idle: Gen1 of Gen5
+    "smi_clocks": (0, [rf"^{i}, Not Active, Not Active, Not Active, Not Active$" for i in range(8)]),
+    "smi_memory_errors": (0, [rf"^{i}, 0, 0, 0$" for i in range(8)]),
+    "nvlink_status": (0, [r"^GPU 0: NVIDIA H100 80GB HBM3 \(UUID: GPU-[0-9a-f-]{36}\)$", r"^\t Link 17: 26\.562 GB/s$"]),
+    "nvlink_errors": (0, [r"^\t Link 17: Recovery Errors: 0$"]),
+    "validations": (0, [r"^ready driver-ready$", r"^ready plugin-ready$", r"^driver IS_HOST_DRIVER=true$"]),
+    "cdi_specs": (0, []),
 }
 
 

@@ -45,8 +45,8 @@ def test_modprobe_grep_drops_comments():
 def test_xids():
     text = ("[  123.456] NVRM: Xid (PCI:0000:18:00): 79, pid=1234, name=python, GPU has fallen off the bus.\n"
             "[    3.447677] NVRM: Persistence mode is deprecated\n")
-    assert kernel.parse_xids(text) == [(79, "[  123.456] NVRM: Xid (PCI:0000:18:00): 79, pid=1234, "
-                                             "name=python, GPU has fallen off the bus.")]
+    assert kernel.parse_xids(text) == [kernel.Xid(79, "[  123.456] NVRM: Xid (PCI:0000:18:00): 79, pid=1234, "
+                                                      "name=python, GPU has fallen off the bus.", 123.456)]
 
 
 @pytest.mark.parametrize("text, family", [

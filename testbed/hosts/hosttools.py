@@ -42,6 +42,7 @@ def install(r: Root, s: Scenario) -> None:
     r.write(f"{STATE}/nvidia-smi/driver", f"{state} {s.driver_version or DRIVER} {s.cuda_version}\n")
     r.write(f"{STATE}/nvidia-smi/gpus.tsv", _gpus_tsv(s))
     r.write(f"{STATE}/nvidia-smi/mig.tsv", _mig_tsv(s))
+    r.write(f"{STATE}/nvidia-smi/nvlink.tsv", _nvlink_tsv(s))
     _install(r, "nvidia-smi", "/usr/bin/nvidia-smi")
 
     if s.dkms is not None:
@@ -59,6 +60,7 @@ def install(r: Root, s: Scenario) -> None:
         journal = _journal(s)
         r.script("/usr/bin/journalctl", _canned("journalctl", [
             ("*-k*-n*", journal[-1] + "\n", "", 0),
+            ("*-k*short-monotonic*", "\n".join(_journal(s, monotonic=True)) + "\n", "", 0),
             ("*-k*", "\n".join(journal) + "\n", "", 0)], "journalctl: only -k is simulated"))
 
     if s.package_format == "rpm":
@@ -123,10 +125,19 @@ def _install(r: Root, emulator: str, path: str) -> None:
     target.chmod(0o755)
 
 
+LIMITERS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 GPU_COLUMNS = ("index", "name", "uuid", "pci.bus_id", "pci.device_id", "driver_version",
                "persistence_mode", "mig.mode.current", "mig.mode.pending", "ecc.mode.current",
                "ecc.mode.pending", "retired_pages.pending", "remapped_rows.pending",
-               "remapped_rows.failure", "memory.total", "compute_cap", "pstate")
+               "remapped_rows.failure", "memory.total", "compute_cap", "pstate",
+               "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",
+               "clocks_event_reasons.gpu_idle", *(f"clocks_event_reasons.{x}" for x in LIMITERS),
+               "remapped_rows.uncorrectable", "ecc.errors.uncorrected.aggregate.sram",
+               "ecc.errors.corrected.aggregate.sram")
+
+
+def _active(on: bool) -> str:
+    return "Active" if on else "Not Active"
 
 
 def _gpus_tsv(s: Scenario) -> str:
@@ -136,7 +147,20 @@ def _gpus_tsv(s: Scenario) -> str:
             g.index, g.name, g.uuid, g.bus_id, g.device_id, s.driver_version or DRIVER,
             g.persistence_mode, g.mig_current, g.mig_pending, g.ecc, g.ecc,
             g.retired_pages_pending, g.remapped_rows_pending, g.remapped_rows_failure,
-            g.memory_mib, "9.0", "P0"))))
+            g.memory_mib, "9.0", "P8" if g.idle else "P0",
+            g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max,
+            _active(g.idle), *(_active(x in g.clock_limiters) for x in LIMITERS),
+            g.remapped_rows_uncorrectable, g.sram_uncorrectable, g.sram_correctable))))
+    return "\n".join(rows) + "\n"
+
+
+def _nvlink_tsv(s: Scenario) -> str:
+    """gpu, link, what `nvidia-smi nvlink -s` shows, and its Replay/Recovery/CRC counters."""
+    rows = ["gpu\tlink\tspeed\treplay\trecovery\tcrc"]
+    for g in s.gpus:
+        for link in range(g.nvlinks):
+            speed = "<inactive>" if link in g.nvlinks_down else "26.562 GB/s"
+            rows.append(f"{g.index}\t{link}\t{speed}\t0\t{g.nvlink_recovery_errors if link == 0 else 0}\t0")
     return "\n".join(rows) + "\n"
 
 
@@ -148,11 +172,14 @@ def _mig_tsv(s: Scenario) -> str:
     return "\n".join(rows) + "\n"
 
 
-def _journal(s: Scenario) -> list[str]:
+def _journal(s: Scenario, monotonic: bool = False) -> list[str]:
+    """The kernel's lines as journalctl prints them: short (wall clock) or short-monotonic (the
+    seconds since boot of the dmesg line, as `[    5.912311] host kernel: …`)."""
     out = []
     for line in s.dmesg:
-        msg = line.split("] ", 1)[-1].format(kver=s.kernel, cmdline=s.cmdline)
-        out.append(f"Nov 30 08:00:06 {s.hostname} kernel: {msg}")
+        stamp, _, msg = line.partition("] ")
+        msg = msg.format(kver=s.kernel, cmdline=s.cmdline)
+        out.append(f"{stamp}] {s.hostname} kernel: {msg}" if monotonic else f"Nov 30 08:00:06 {s.hostname} kernel: {msg}")
     return out
 
 

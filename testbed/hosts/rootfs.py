@@ -185,6 +185,8 @@ def _etc(r: Root, s: Scenario) -> None:
         r.write(path, content)
     for path, content in s.cdi_specs.items():
         r.write(path, content)
+    for name, content in (s.operator_validations or {}).items():
+        r.write(f"/run/nvidia/validations/{name}", content)
     if s.units is not None:
         for unit in s.units:
             if unit.load_state != "not-found":   # its package removed the unit file
@@ -195,6 +197,7 @@ def _proc(r: Root, s: Scenario) -> None:
     r.write("/proc/sys/kernel/osrelease", s.kernel + "\n")
     r.write("/proc/sys/kernel/hostname", s.hostname + "\n")
     r.write("/proc/cmdline", s.cmdline + "\n")
+    r.write("/proc/uptime", f"{s.uptime_s:.2f} {s.uptime_s * 100:.2f}\n")
     r.write("/proc/modules", "".join(_proc_modules_line(m) for m in s.modules))
     for key, value in s.sysctls.items():
         r.write("/proc/sys/" + key.replace(".", "/"), value + "\n")

@@ -1,5 +1,9 @@
-"""GPU health: ECC on, no retired pages pending, no row-remap failure."""
+"""GPU health: ECC on, no retired pages pending, no row-remap failure, memory error counters, the
+PCIe link, clock limiters and NVLink."""
+import pytest
+
 from gpuconform.checks import check
+from gpuconform.node.facts import CannotTell
 
 RMA = "drain the node, run `nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER`, reset the GPU; if it persists, RMA"
 
@@ -34,3 +38,70 @@ def test_no_row_remap_failure(node):
            for g in node.gpu_health
            if "yes" in ((g.remapped_rows_failure or "").lower(), (g.remapped_rows_pending or "").lower())]
     assert not bad, f"row remapping problem: {'; '.join(bad)}"
+
+
+@check("node.gpu.pcie_link", "Every GPU's PCIe link runs at its full width and generation",
+       fix="drain the node; reseat the GPU or its riser, check the slot's BIOS link settings and "
+           "`lspci -vv -s <bus id>` LnkSta against LnkCap; if the link trains down again, RMA",
+       needs=["node.smi.runs"], evidence=["smi_pcie"])
+def test_pcie_link(node, expected):
+    """pcie.link.width.current equals .max, and gen.current equals gen.max unless the GPU is idle
+    (nvidia-smi: the generation "may be reduced when the GPU is not in use")."""
+    if expected.health.pcie_link == "any":
+        pytest.skip("the profile does not check the PCIe link (health.pcie_link: any)")
+    rows = node.gpu_pcie
+    unknown = [str(g.index) for g in rows if None in (g.pcie_link_width_current, g.pcie_link_width_max)]
+    if unknown:
+        raise CannotTell(f"nvidia-smi gives no PCIe link width for GPU {', '.join(unknown)} (a VM may hide it)")
+    bad = [f"GPU {g.index}: x{g.pcie_link_width_current} of x{g.pcie_link_width_max}" for g in rows
+           if g.pcie_link_width_current != g.pcie_link_width_max]
+    bad += [f"GPU {g.index}: Gen{g.pcie_link_gen_current} of Gen{g.pcie_link_gen_max} while busy" for g in rows
+            if not g.idle and None not in (g.pcie_link_gen_current, g.pcie_link_gen_max)
+            and g.pcie_link_gen_current != g.pcie_link_gen_max]
+    assert not bad, f"PCIe link below its maximum: {'; '.join(bad)}"
+
+
+@check("node.gpu.clock_events", "No GPU is slowed down by hardware, thermal or power-brake limits",
+       fix="check cooling (nvidia-smi -q -d TEMPERATURE,PERFORMANCE), the PSUs and the BMC's power "
+           "brake events; drain the node until the limiter clears",
+       needs=["node.smi.runs"], evidence=["smi_clocks"])
+def test_clock_events(node, expected):
+    """No clock limiter among HW slowdown, HW thermal, HW power brake and SW thermal is Active
+    (those the profile tolerates aside)."""
+    bad = [f"GPU {g.index}: {', '.join(active)}" for g in node.gpu_clocks
+           if (active := [e for e in g.active() if e not in expected.health.clock_events_allowed])]
+    assert not bad, f"clock limiters engaged: {'; '.join(bad)}"
+
+
+@check("node.gpu.memory_errors", "Memory error counters are within the profile's limits", fix=RMA,
+       needs=["node.smi.runs"], evidence=["smi_memory_errors"])
+def test_memory_errors(node, expected):
+    """Rows remapped for uncorrectable errors and SRAM ECC errors (aggregate) per GPU at most the
+    profile's limits (Azure NHC's H100 thresholds by default); N/A on a GPU without them is not counted."""
+    h = expected.health
+    limits = (("remapped_rows_uncorrectable", "uncorrectable remapped rows", h.remapped_rows_uncorrectable_max),
+              ("ecc_errors_uncorrected_aggregate_sram", "uncorrectable SRAM errors", h.sram_uncorrectable_max),
+              ("ecc_errors_corrected_aggregate_sram", "correctable SRAM errors", h.sram_correctable_max))
+    bad = [f"GPU {g.index}: {value} {what} (at most {limit})" for g in node.gpu_memory_errors
+           for field, what, limit in limits
+           if limit is not None and (value := getattr(g, field)) is not None and value.isdigit() and int(value) > limit]
+    assert not bad, "; ".join(bad)
+
+
+@check("node.gpu.nvlink", "Every NVLink is up, its error counters within the profile's limits",
+       fix="drain the node; check the fabric manager (journalctl -u nvidia-fabricmanager) and "
+           "`nvidia-smi nvlink -e`; reset the GPUs; if a link stays down or keeps erring, RMA the GPU or baseboard",
+       needs=["node.smi.runs"], evidence=["nvlink_status", "nvlink_errors"])
+def test_nvlink(node, expected):
+    """Each GPU has the profile's number of NVLinks active, and no link's Recovery/Replay/CRC
+    counter is above its limit."""
+    h = expected.health
+    if h.nvlinks_per_gpu is None:
+        pytest.skip("the profile does not check NVLink (health.nvlinks_per_gpu unset)")
+    links = node.nvlinks
+    up = {g.index: sum(1 for link in links if link.gpu == g.index and link.speed) for g in node.gpus}
+    bad = [f"GPU {gpu}: {n} of {h.nvlinks_per_gpu} links up" for gpu, n in up.items() if n < h.nvlinks_per_gpu]
+    limits = {"Recovery": h.nvlink_recovery_errors_max, "Replay": h.nvlink_replay_errors_max, "CRC": h.nvlink_crc_errors_max}
+    bad += [f"GPU {link.gpu} link {link.link}: {n} {name} errors (at most {limits[name]})" for link in links
+            for name, n in link.errors if limits.get(name) is not None and n > limits[name]]
+    assert not bad, "; ".join(bad)

@@ -243,6 +243,40 @@ def _mig_pending(s: Scenario) -> None:
     s.gpus[3].mig_pending = "Enabled"
 
 
+@fault("pcie-link-x8", "GPU 3's PCIe link trained at x8 of x16 (a badly seated GPU or riser)")
+def _pcie_link_x8(s: Scenario) -> None:
+    s.gpus[3].pcie_width = 8
+
+
+@fault("pcie-gen3-busy", "GPU 2 runs a job with its PCIe link at Gen3 of Gen5")
+def _pcie_gen3_busy(s: Scenario) -> None:
+    s.gpus[2].idle, s.gpus[2].pcie_gen = False, 3
+
+
+@fault("clocks-hw-thermal", "GPU 5 overheats: HW slowdown and HW thermal slowdown engaged")
+def _clocks_hw_thermal(s: Scenario) -> None:
+    s.gpus[5].clock_limiters = ("hw_slowdown", "hw_thermal_slowdown")
+
+
+@fault("sram-uncorrectable", "GPU 1 has counted 2 uncorrectable SRAM ECC errors")
+def _sram_uncorrectable(s: Scenario) -> None:
+    s.gpus[1].sram_uncorrectable = 2
+
+
+@fault("nvlink-down", "GPU 4's NVLink 7 is down (<inactive>) and its link 0 retrained twice")
+def _nvlink_down(s: Scenario) -> None:
+    s.gpus[4].nvlinks_down = (7,)
+    s.gpus[4].nvlink_recovery_errors = 2
+
+
+@fault("validator-plugin-not-ready", "the GPU Operator validator stopped at the device plugin: no "
+                                     "plugin-ready, no cuda-ready")
+def _validator_plugin_not_ready(s: Scenario) -> None:
+    assert s.operator_validations is not None
+    for name in ("plugin-ready", "cuda-ready"):
+        del s.operator_validations[name]
+
+
 @fault("xid-in-log", "kernel log holds an Xid 79 (GPU has fallen off the bus)")
 def _xid_in_log(s: Scenario) -> None:
     s.dmesg.append("[183211.553120] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', "

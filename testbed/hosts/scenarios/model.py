@@ -46,6 +46,21 @@ class Gpu:
     remapped_rows_failure: str = "No"
     mig_devices: tuple[str, ...] = ()          # MIG profile of each instance, e.g. "1g.10gb"
     memory_mib: int = 81559
+    # PCIe: an idle GPU drops its link generation (nvidia-smi --help-query-gpu: "may be reduced
+    # when the GPU is not in use"); an H100 SXM trains Gen5 x16 under load
+    idle: bool = True
+    pcie_gen: int = 1
+    pcie_gen_max: int = 5
+    pcie_width: int = 16
+    pcie_width_max: int = 16
+    clock_limiters: tuple[str, ...] = ()       # engaged: hw_slowdown, hw_thermal_slowdown, ...
+    remapped_rows_uncorrectable: int = 0
+    sram_uncorrectable: int = 0
+    sram_correctable: int = 0
+    # HGX H100/H200 8-GPU: 18 NVLink4 links per GPU at 26.562 GB/s each (nvidia-smi nvlink -s)
+    nvlinks: int = 18
+    nvlinks_down: tuple[int, ...] = ()
+    nvlink_recovery_errors: int = 0
 
     @property
     def bus(self) -> str:
@@ -157,6 +172,12 @@ class Scenario:
     modprobe_files: dict[str, str] = dataclasses.field(default_factory=dict)
     modinfo_nvidia: bool = True                # nvidia.ko on disk for the running kernel
     cuda_version: str = "13.0"
+    uptime_s: float = 200000.0                  # /proc/uptime: the kernel log's clock
+    # the GPU Operator validator's status files (gpu-operator validator/main.go), None: no operator
+    operator_validations: dict[str, str] | None = dataclasses.field(default_factory=lambda: {
+        "driver-ready": "IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\n"
+                        "NVIDIA_DEV_ROOT=/\nDEV_ROOT_CTR_PATH=/host\n",
+        "toolkit-ready": "", "cuda-ready": "", "plugin-ready": ""})
 
     @property
     def runtime_path(self) -> str:

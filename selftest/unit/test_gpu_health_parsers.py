@@ -1,0 +1,46 @@
+"""The health queries' parsers on real outputs: the lent H200's (driver 580.159.04, captured
+2026-12-04, ../shared/reference/real-gpu-host-h200.md "health"), NVLink in the format of NVIDIA's
+own issue threads (NVIDIA/k8s-test-infra#371, NVIDIA/srt-slurm#307), the validator's files as
+gpu-operator validator/main.go writes them."""
+from gpuconform.node import xid
+from gpuconform.parsers import host, kernel, nvidia_smi
+
+
+def test_h200_pcie_clocks_and_memory_errors():
+    # the H200's values for these fields, --format=csv,noheader
+    pcie = nvidia_smi.parse_pcie("0, 5, 5, 16, 16, Active\n")[0]
+    assert (pcie.pcie_link_gen_current, pcie.pcie_link_width_max, pcie.idle) == ("5", "16", True)
+    clocks = nvidia_smi.parse_clocks("0, Not Active, Not Active, Not Active, Not Active\n")[0]
+    assert clocks.active() == []
+    assert nvidia_smi.parse_clocks("0, Active, Active, Not Active, Not Active\n")[0].active() == [
+        "hw_slowdown", "hw_thermal_slowdown"]
+    mem = nvidia_smi.parse_memory_errors("0, 0, 0, 0\n1, [N/A], [N/A], [N/A]\n")
+    assert (mem[0].remapped_rows_uncorrectable, mem[1].ecc_errors_corrected_aggregate_sram) == ("0", None)
+
+
+def test_nvlink_status_and_errors():
+    status = ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-d1b93026-6d5b-03bd-3a71-f85b47a61bde)\n"
+              "\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n"
+              "GPU 1: NVIDIA H100 80GB HBM3 (UUID: GPU-39ac7bce-e3d6-b426-008e-fa47897c72d5)\n\t Link 0: 26.562 GB/s\n")
+    errors = ("GPU 0: NVIDIA H100 80GB HBM3\n\t Link 0: Replay Errors: 0\n\t Link 0: Recovery Errors: 3\n"
+              "\t Link 0: CRC Errors: 0\n\t Link 1: Replay Errors: 0\n")
+    links = nvidia_smi.parse_nvlink(status, errors)
+    assert [(link.gpu, link.link, link.speed) for link in links] == [(0, 0, "26.562 GB/s"), (0, 1, None), (1, 0, "26.562 GB/s")]
+    assert links[0].errors == (("Replay", 0), ("Recovery", 3), ("CRC", 0)) and links[2].errors == ()
+    assert nvidia_smi.parse_nvlink("", "") == []   # the H200 in its VM: no NVLink, nothing printed
+
+
+def test_xid_window_and_classes():
+    log = kernel.parse_kernel_log("source=dmesg\nuptime=90000.5\n"
+                                  "[  100.000000] NVRM: Xid (PCI:0000:18:00): 79, pid='<unknown>', GPU has fallen off the bus.\n"
+                                  "[89000.000000] NVRM: Xid (PCI:0000:18:00): 13, pid=1, name=python, Graphics Exception\n")
+    assert log.uptime_s == 90000.5 and [x.code for x in log.within(None)] == [79, 13]
+    assert [x.code for x in log.within(1)] == [13]          # 79 was 25 h ago
+    assert xid.classify(79).name == "hardware, reboot" and xid.classify(13).name == "application"
+    assert xid.classify(74) is xid.NVLINK and "catalogue" in xid.classify(999).action
+
+
+def test_validator_files_cannot_pass_for_each_other():
+    v = host.parse_validations("ready driver-ready\nready toolkit-ready\ndriver IS_HOST_DRIVER=true\n"
+                               "driver NVIDIA_DRIVER_ROOT=/\n")
+    assert v.ready == {"driver-ready", "toolkit-ready"} and v.driver == {"IS_HOST_DRIVER": "true", "NVIDIA_DRIVER_ROOT": "/"}
