@@ -152,3 +152,35 @@ def test_chart_rendered_for_the_node():
     master, worker = config.nfd_configs(values)
     assert "nvidia.com" in master["extraLabelNs"]
     assert worker["sources"]["pci"]["deviceLabelFields"] == ["vendor"]
+
+
+def test_the_nodes_run_needs_no_package_the_payload_leaves_out():
+    """The payload leaves out cryptography, the SSH stack and the Kubernetes client's asyncio
+    dependencies (stage.NOT_IMPORTED): with them unimportable, every suite module imports and the
+    node's run (-m "node or cluster") collects."""
+    from importlib import metadata
+    blocked = set()
+    for name in stage.NOT_IMPORTED:
+        try:
+            files = metadata.distribution(name).files or []
+        except metadata.PackageNotFoundError:
+            continue
+        blocked |= {f.parts[0].split(".")[0] for f in files
+                    if f.suffix in (".py", ".so") and not f.parts[0].endswith((".dist-info", ".libs"))}
+    assert {"cryptography", "paramiko", "nacl"} <= blocked, blocked
+    code = f"""
+import importlib, pkgutil, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in {sorted(blocked)!r}:
+            raise ImportError(name + " is not carried to the GPU node")
+sys.meta_path.insert(0, Block())
+import gpuconform
+for m in pkgutil.walk_packages(gpuconform.__path__, "gpuconform."):
+    importlib.import_module(m.name)
+import pytest
+sys.exit(pytest.main(["--collect-only", "-q", "-m", "node or cluster", "-p", "no:cacheprovider", "tests"]))
+"""
+    out = subprocess.run([sys.executable, "-c", code], cwd=stage.REPO, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert " tests collected" in out.stdout or " selected" in out.stdout, out.stdout[-2000:]
