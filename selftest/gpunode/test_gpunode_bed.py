@@ -154,7 +154,7 @@ def test_chart_rendered_for_the_node():
     assert worker["sources"]["pci"]["deviceLabelFields"] == ["vendor"]
 
 
-def test_the_nodes_run_needs_no_package_the_payload_leaves_out():
+def test_the_nodes_run_needs_no_package_the_payload_leaves_out(tmp_path):
     """The payload leaves out cryptography, the SSH stack and the Kubernetes client's asyncio
     dependencies (stage.NOT_IMPORTED): with them unimportable, every suite module imports and the
     node's run (-m "node or cluster") collects."""
@@ -178,9 +178,20 @@ sys.meta_path.insert(0, Block())
 import gpuconform
 for m in pkgutil.walk_packages(gpuconform.__path__, "gpuconform."):
     importlib.import_module(m.name)
+# what the bring-up imports on the machine (testbed/gpunode/node.py), its certificates read as staged
+for name in ("testbed.gpunode.node", "testbed.gpunode.config", "testbed.gpunode.images", "testbed.cluster.procs",
+             "testbed.cluster.controlplane", "testbed.cluster.kube", "testbed.cluster.waiting",
+             "testbed.gpuoperator.operator"):
+    importlib.import_module(name)
+from testbed.gpunode import node
+pki = node.StagedPKI(node.Path(sys.argv[1]))
+assert pki.pair("admin").key.is_file() and pki.service_account.key.is_file()
 import pytest
 sys.exit(pytest.main(["--collect-only", "-q", "-m", "node or cluster", "-p", "no:cacheprovider", "tests"]))
 """
-    out = subprocess.run([sys.executable, "-c", code], cwd=stage.REPO, capture_output=True, text=True, timeout=300)
+    from testbed.gpunode import node
+    node.issue_pki(tmp_path / "pki")   # as stage.py does, where cryptography is at hand
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "pki")], cwd=stage.REPO, capture_output=True,
+                         text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert " tests collected" in out.stdout or " selected" in out.stdout, out.stdout[-2000:]

@@ -46,6 +46,47 @@ CONTAINERD_CONFIG = Path("/etc/containerd/config.toml")
 RUNTIME_LOG = "/var/log/nvidia-container-runtime.log"
 NFD_NAMESPACE = "node-feature-discovery"
 #: installed path -> payload binary (the multi-call `kube` dispatches on the name it is called by)
+#: The control plane's client identities: (common name, organization).
+USERS = {"admin": ("gpuconform-admin", "system:masters"),
+         "kube-controller-manager": ("system:kube-controller-manager", None),
+         "kube-scheduler": ("system:kube-scheduler", None),
+         "kubelet": (f"system:node:{NODE}", "system:nodes")}
+
+
+def issue_pki(directory: Path) -> None:
+    """The node's certificates, made when the payload is staged (testbed/cluster/pki.py, valid
+    7 days from then): the GPU machine then needs no cryptography package. Every name and
+    address is fixed (loopback control plane, node NODE)."""
+    from testbed.cluster.pki import PKI
+    pki = PKI(directory)
+    hosts = (LOOPBACK, "localhost", NODE, "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+             "kubernetes.default.svc.cluster.local", "10.96.0.1")
+    pki.issue("apiserver", "kube-apiserver", server=True, hosts=hosts)
+    # the API server reaches the kubelet (logs, exec) as a member of system:masters: this bed
+    # has no kubeadm:cluster-admins binding
+    pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client", "system:masters", client=True)
+    pki.issue("front-proxy-client", "front-proxy-client", client=True)
+    pki.service_account_keys()
+    for name, (cn, org) in USERS.items():
+        pki.issue(name, cn, org, client=True)
+
+
+class StagedPKI:
+    """The certificates :func:`issue_pki` left in the payload, by name (testbed/cluster/pki.py's
+    file names)."""
+    def __init__(self, directory: Path):
+        from testbed.cluster.pki import Pair   # file names only: no cryptography needed here
+        self._pair, self.dir = Pair, directory
+        self.ca = Pair(directory / "ca.crt", directory / "ca.key")
+        self.service_account = Pair(directory / "sa.pub", directory / "sa.key")
+
+    def pair(self, name: str):
+        pair = self._pair(self.dir / f"{name}.crt", self.dir / f"{name}.key")
+        if not pair.cert.is_file():
+            raise RuntimeError(f"the payload has no certificate {name!r}: stage it again (make gpunode-stage)")
+        return pair
+
+
 INSTALL = {
     **{f"/usr/local/bin/{n}": "kube" for n in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet")},
     **{f"/usr/local/bin/{n}": n for n in ("etcd", "containerd", "ctr", "containerd-shim-runc-v2",
@@ -179,30 +220,18 @@ class Node:
     # -- control plane and kubelet ------------------------------------------------------------
     def control_plane(self) -> None:
         from testbed.cluster.controlplane import apiserver_argv, controller_manager_argv, scheduler_argv
-        from testbed.cluster.pki import PKI, kubeconfig
+        from testbed.cluster.pki import kubeconfig
         from testbed.gpunode import config
         p = PORTS
-        pki = PKI(STATE / "pki")
-        hosts = (LOOPBACK, "localhost", NODE, "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                 "kubernetes.default.svc.cluster.local", "10.96.0.1")
-        serving = pki.issue("apiserver", "kube-apiserver", server=True, hosts=hosts)
-        # the API server reaches the kubelet (logs, exec) as a member of system:masters: this bed
-        # has no kubeadm:cluster-admins binding
-        kubelet_client = pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
-                                   "system:masters", client=True)
-        front_proxy = pki.issue("front-proxy-client", "front-proxy-client", client=True)
-        sa = pki.service_account_keys()
+        pki = StagedPKI(ROOT / "pki")
+        serving, kubelet_client, front_proxy = (pki.pair(n) for n in ("apiserver", "apiserver-kubelet-client",
+                                                                        "front-proxy-client"))
+        sa = pki.service_account
         server = f"https://{LOOPBACK}:{p['apiserver']}"
         self.pki, self.server = pki, server
-        users = {"admin": ("gpuconform-admin", "system:masters"),
-                 "kube-controller-manager": ("system:kube-controller-manager", None),
-                 "kube-scheduler": ("system:kube-scheduler", None),
-                 "kubelet": (f"system:node:{NODE}", "system:nodes")}
-        for name, (cn, org) in users.items():
-            pair = pki.issue(name, cn, org, client=True)
-            (STATE / f"{name}.kubeconfig").write_text(kubeconfig(server, pki.ca.cert, pair, name))
-            if name == "admin":
-                self.admin = pair
+        for name in USERS:
+            (STATE / f"{name}.kubeconfig").write_text(kubeconfig(server, pki.ca.cert, pki.pair(name), name))
+        self.admin = pki.pair("admin")
         self.kubeconfig = STATE / "admin.kubeconfig"
 
         etcd_url, peer = f"http://{LOOPBACK}:{p['etcd']}", f"http://{LOOPBACK}:{p['etcd_peer']}"

@@ -25,7 +25,7 @@ from testbed.cluster import binaries as cluster_binaries
 from testbed.deviceplugin import binaries as dp_binaries
 from testbed.deviceplugin import chart
 from testbed.gobuild import cached, read_versions
-from testbed.gpunode import config
+from testbed.gpunode import config, node
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -124,6 +124,8 @@ def stage(out: Path = PAYLOAD) -> dict:
         site = Path(tmp) / "site"
         fetch_site_packages(site)
         pruned = prune_site_packages(site)
+        pki = Path(tmp) / "pki"
+        node.issue_pki(pki)
         out.parent.mkdir(parents=True, exist_ok=True)
         raw = Path(tmp) / "payload.tar"
         with tarfile.open(raw, "w") as tar:
@@ -131,6 +133,7 @@ def stage(out: Path = PAYLOAD) -> dict:
                 tar.add(bins / name, f"bin/{name}")
             tar.add(etcd, "bin/etcd")
             tar.add(site, "site")
+            tar.add(pki, "pki")
             for name, data in (
                 ("chart/objects.yaml", yaml.safe_dump_all(objects, sort_keys=False)),
                 ("chart/values.yaml", yaml.safe_dump(chart.merge_values(chart.BASE_VALUES, CHART_VALUES))),
