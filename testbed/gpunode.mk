@@ -11,7 +11,7 @@ TEST_DEPS += gpunode-bins
 gpunode-bins:
 	@bash testbed/gpunode/build.sh
 
-# Write .gpunode/payload.tar.xz, which the device call carries (carry: [".gpunode"]) and runs with
+# Write .gpunode/payload.tar.xz, which the device call carries (carry: [".gpunode/payload.tar.xz"]) and runs with
 #   python3 -m testbed.gpunode run --payload .gpunode/payload.tar.xz --out "$OUT"
 gpunode-stage: venv gpunode-bins cluster-bins gpu-operator-bins device-plugin-chart
 	$(PY) -m testbed.gpunode stage
