@@ -147,7 +147,7 @@ class FactsPool:
     checks run in: each host's checks start as soon as its probe lands), and hands out the facts
     by label."""
 
-    def __init__(self, script_for: Callable[[str, float], str], timeout_s: float, workers: int = 8):
+    def __init__(self, script_for: Callable[..., str], timeout_s: float, workers: int = 8):
         """``script_for(token, deadline_s)``: the probe script carrying ``token``; at most
         ``workers`` probes run at once."""
         self._script_for = script_for
@@ -183,7 +183,7 @@ class FactsPool:
         run.started = time.monotonic()
         try:
             run.host = host_factory()
-            facts = probe_host(run.host, label, self._script_for(run.token, self._timeout + HOST_GRACE_S))
+            facts = probe_host(run.host, label, self._script_for(run.token, self._timeout + HOST_GRACE_S, label))
         except BaseException as exc:  # noqa: BLE001 - a probe must always settle its future
             facts = NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
         _settle(run.future, facts)

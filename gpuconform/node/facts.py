@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from gpuconform.node import probe
-from gpuconform.parsers import containerd, dkms, host, kernel, kmod, nvidia_smi, systemd
+from gpuconform.parsers import containerd, dcgm, dkms, host, kernel, kmod, nvidia_smi, systemd
 from gpuconform.redact import redact
 
 
@@ -249,6 +249,20 @@ class NodeFacts:
             if not sec.ok:
                 raise CannotTell(f"{what} {_failed(sec, sec.out)}")
         return nvidia_smi.parse_nvlink(status.out, errors.out)
+
+    @cached_property
+    def dcgm_diag(self) -> list[dcgm.DiagResult] | None:
+        """The DCGM diagnostic's results; None when dcgmi is not installed."""
+        sec = self.section("dcgm_diag")
+        if sec.ok and sec.out.strip() == "no dcgmi":
+            return None
+        if sec.ok and sec.out.strip() == "not asked":
+            raise CannotTell("the probe did not run the DCGM diagnostic (no profile section of this host asks for it)")
+        try:  # dcgmi exits non-zero when a test fails: its JSON still says which
+            return dcgm.parse_diag(sec.out)
+        except ValueError as exc:
+            raise CannotTell(f"dcgmi diag {_failed(sec, sec.out)}" if not sec.ok
+                             else f"dcgmi diag printed what cannot be read: {exc}") from None
 
     @cached_property
     def operator_validations(self) -> host.Validations:

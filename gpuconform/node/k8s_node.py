@@ -232,7 +232,7 @@ class ProbePods:
     """Probes nodes through pods, in batches; hands out each node's facts."""
 
     def __init__(self, connect: Callable[[], Any], settings: Settings,
-                 script_for: Callable[[str, float], str]):
+                 script_for: Callable[..., str]):
         """``connect()``: a :class:`gpuconform.cluster.connect.Cluster` (made on first use);
         ``script_for(token, deadline_s)``: the probe script, as for SSH hosts."""
         from gpuconform.cluster.namespace import Cleanup, new_run_id, run_labels
@@ -260,7 +260,7 @@ class ProbePods:
                 if node in self._pods:
                     continue
                 token = hashlib.sha256(f"{self.run_id}/{node}".encode()).hexdigest()[:24]
-                script = self._script_for(token, self.settings.probe_s + HOST_GRACE_S)
+                script = self._script_for(token, self.settings.probe_s + HOST_GRACE_S, node)
                 self._pods[node] = pod = _Pod(node, pod_name(node), script, cf.Future())
                 if node in UNRESOLVED:
                     self._settle(pod, PodProblem(node, {}, UNRESOLVED[node]))

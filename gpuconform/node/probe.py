@@ -114,6 +114,7 @@ class ProbeInputs:
     sysctls: tuple[str, ...] = ()
     runtime_binaries: tuple[str, ...] = ("/usr/bin/nvidia-container-runtime",)
     units: tuple[str, ...] = ("nvidia-persistenced.service", "nvidia-fabricmanager.service", "containerd.service")
+    dcgm_diag: str = ""      # the DCGM diagnostic level this host's profile asks for ("": none; it loads the GPU)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -219,6 +220,10 @@ STEPS: tuple[Step, ...] = (
                         '[ -e "$D/$f" ] && echo "ready $f"; done; [ -r "$D/driver-ready" ] && '
                         'sed -n -E "s/^(IS_HOST_DRIVER|NVIDIA_DRIVER_ROOT)=(.*)$/driver \\1=\\2/p" "$D/driver-ready"; true',
          "ls /run/nvidia/validations; cat /run/nvidia/validations/driver-ready"),
+    # opt-in only (health.dcgm_diag): the diagnostic loads the GPU; -j prints its per-test results
+    Step("dcgm_diag", '[ -n "$GPUC_DCGM" ] || { echo "not asked"; exit 0; }; '
+                      'command -v dcgmi >/dev/null 2>&1 || { echo "no dcgmi"; exit 0; }; $T dcgmi diag -r "$GPUC_DCGM" -j',
+         "dcgmi diag -r <health.dcgm_diag> -j"),
     Step("sysctl", 'set -f; for k in $GPUC_SYSCTLS; do f="/proc/sys/$(echo "$k" | tr . /)"; '
                    'if [ -r "$f" ]; then echo "$k=$(cat "$f")"; else echo "$k=?"; fi; done; true',
          "cat /proc/sys/<key>  (each sysctl key of the profile)"),
@@ -244,7 +249,8 @@ def build_script(inputs: ProbeInputs = ProbeInputs(), command_timeout_s: int = 3
             f"GPUC_SYSCTLS={shlex.quote(' '.join(inputs.sysctls))}",
             f"GPUC_RUNTIMES={shlex.quote(' '.join(inputs.runtime_binaries))}",
             f"GPUC_UNITS={shlex.quote(' '.join(inputs.units))}",
-            "export GPUC_SYSCTLS GPUC_RUNTIMES GPUC_UNITS"]
+            f"GPUC_DCGM={shlex.quote(inputs.dcgm_diag)}",
+            "export GPUC_SYSCTLS GPUC_RUNTIMES GPUC_UNITS GPUC_DCGM"]
     if deadline_s is not None:
         body += [f"GPUC_DEADLINE={math.ceil(deadline_s)}", _WATCHDOG]
     body.append(_PRELUDE)

@@ -2,6 +2,8 @@
 three layers ("blocked by <check>", gpuconform/plugin/gating.py)."""
 from __future__ import annotations
 
+import dataclasses
+
 import shlex
 import sys
 
@@ -43,9 +45,15 @@ def gpuconform_profile(pytestconfig: pytest.Config) -> profile_mod.LoadedProfile
 
 def probe_script(loaded: profile_mod.LoadedProfile):
     """The run's probe maker, for every transport (SSH/local/chroot pool, k8s-node pods): the
-    profile's inputs and command deadline; token and overall deadline vary per probe."""
+    profile's inputs and command deadline; token and overall deadline vary per probe, and the
+    DCGM diagnostic is asked of a host only where its profile section opts in."""
     inputs, command_s = loaded.probe_inputs(), loaded.profile.timeouts.command_s
-    return lambda token, deadline_s: probe.build_script(inputs, command_s, deadline_s=deadline_s, token=token)
+
+    def script(token: str, deadline_s: float, host: str = "") -> str:
+        level = loaded.node_for(host).health.dcgm_diag if host and loaded.profile.node is not None else "off"
+        per_host = dataclasses.replace(inputs, dcgm_diag="" if level == "off" else level)
+        return probe.build_script(per_host, command_s, deadline_s=deadline_s, token=token)
+    return script
 
 
 #: all the environment a probe of the pool gets: never the runner's own (its DEX_PW, GITHUB_TOKEN,
@@ -56,7 +64,7 @@ PROBE_ENV = ("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 def in_clean_environment(script_for):
     """``script_for`` with each script run by ``env -i`` with :data:`PROBE_ENV` only."""
     env = " ".join(PROBE_ENV)
-    return lambda token, deadline_s: f"env -i {env} sh -c {shlex.quote(script_for(token, deadline_s))}"
+    return lambda token, deadline_s, host="": f"env -i {env} sh -c {shlex.quote(script_for(token, deadline_s, host))}"
 
 
 POOL = pytest.StashKey[FactsPool]()

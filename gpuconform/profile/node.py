@@ -132,6 +132,10 @@ class Health(Strict):
         0, description="most uncorrectable SRAM ECC errors per GPU since manufacture (NHC: any is a fault); none: not checked")
     sram_correctable_max: Count | None = Field(
         10000, description="most correctable SRAM ECC errors per GPU since manufacture (NHC: 10k); none: not checked")
+    dcgm_diag: Literal["off", "1", "2"] = Field(
+        "off", description="opt-in DCGM diagnostics where dcgmi is installed (`dcgmi diag -r <level> -j`): it loads "
+                           "the GPU, seconds at 1, minutes at 2 (raise timeouts.command_s and probe_s); every test must "
+                           "not Fail")
     nvlinks_per_gpu: Count | None = Field(
         None, description="NVLinks every GPU must have up (H100/H200 SXM: 18); none: NVLink is not checked")
     nvlink_recovery_errors_max: Count | None = Field(

@@ -34,6 +34,9 @@ EXPECTED: dict[str, Expect] = {
     "operator-cdi-node-debian": Expect({"node.containerd.nvidia_default":
                                         r"'runc'.*injects GPUs through CDI \(/var/run/cdi/.*nvidia\.com/gpu.*"
                                         r"container_runtime\.injection: cdi"}),
+    "dcgm-good": Expect(),         # profile group dcgm-*: health.dcgm_diag 1
+    "dcgm-row-remap": Expect({"node.gpu.dcgm_diag": r"dcgmi diag -r 1: 1 failed: Page Retirement/Row Remap GPU 2: "
+                                                   r"GPU 2 had uncorrectable memory errors"}),
     "upgraded-debian": Expect(),   # an old branch's fabric manager in rc, another un: not installed
     "nouveau-loaded": Expect({"node.nouveau.not_loaded": r"nouveau"}),
     "nouveau-not-blacklisted": Expect({"node.nouveau.blacklisted": r"blacklist nouveau"}),

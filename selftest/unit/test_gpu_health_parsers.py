@@ -2,6 +2,8 @@
 2026-12-04, ../shared/reference/real-gpu-host-h200.md "health"), NVLink in the format of NVIDIA's
 own issue threads (NVIDIA/k8s-test-infra#371, NVIDIA/srt-slurm#307), the validator's files as
 gpu-operator validator/main.go writes them."""
+import pytest
+
 from gpuconform.node import xid
 from gpuconform.parsers import host, kernel, nvidia_smi
 
@@ -44,3 +46,26 @@ def test_validator_files_cannot_pass_for_each_other():
     v = host.parse_validations("ready driver-ready\nready toolkit-ready\ndriver IS_HOST_DRIVER=true\n"
                                "driver NVIDIA_DRIVER_ROOT=/\n")
     assert v.ready == {"driver-ready", "toolkit-ready"} and v.driver == {"IS_HOST_DRIVER": "true", "NVIDIA_DRIVER_ROOT": "/"}
+
+
+def test_dcgm_diag_json_of_both_generations():
+    from gpuconform.parsers import dcgm
+    v3 = ('{"DCGM GPU Diagnostic": {"test_categories": [{"category": "Integration", "tests": [{"name": "PCIe", '
+          '"results": [{"gpu_id": "0", "status": "Skip"}, {"gpu_id": "1", "status": "Fail", "info": "bandwidth low"}]}]}]}}')
+    assert [(r.test, r.gpu, r.status, r.info) for r in dcgm.parse_diag(v3)] == [
+        ("PCIe", "0", "Skip", ""), ("PCIe", "1", "Fail", "bandwidth low")]
+    v4 = '{"DCGM Diagnostic": {"test_categories": [{"category": "Deployment", "tests": [{"name": "software", "test_summary": {"status": "Pass"}}]}]}}'
+    assert [(r.test, r.gpu, r.status) for r in dcgm.parse_diag(v4)] == [("software", None, "Pass")]
+    for text in ("Error: unable to connect to host engine", '{"other": 1}'):
+        with pytest.raises(ValueError):
+            dcgm.parse_diag(text)
+
+
+def test_only_hosts_whose_profile_opts_in_get_the_dcgm_diagnostic():
+    from pathlib import Path
+    from gpuconform import profile
+    from gpuconform.plugin.fixtures import probe_script
+    script = probe_script(profile.load(Path(__file__).parents[2] / "profiles" / "seed-h100.yaml"))
+    assert "GPUC_DCGM=1\n" in script("t", 60, "dcgm-good")
+    for others in (script("t", 60, "gpu-1"), script("t", 60)):
+        assert "GPUC_DCGM=" in others and "GPUC_DCGM=1" not in others and "GPUC_DCGM=2" not in others

@@ -34,7 +34,7 @@ class Fleet:
 
 def test_hosts_are_probed_in_submission_order_a_few_at_once():
     fleet, names = Fleet(), [f"gpu-{i:02d}" for i in range(24)]
-    pool = FactsPool(lambda token, deadline_s: "true", timeout_s=10, workers=3)
+    pool = FactsPool(lambda token, deadline_s, host="": "true", timeout_s=10, workers=3)
     for name in names:
         pool.submit(name, lambda name=name: fleet.host(name))
     first = pool.get(names[0], lambda: None)

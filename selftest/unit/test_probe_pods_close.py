@@ -15,7 +15,7 @@ SETTINGS = k8s_node.Settings(image="probe", image_pull_policy="IfNotPresent", st
 
 
 def _pods(batch_takes: float, order: list[str], settle: bool = True) -> k8s_node.ProbePods:
-    probes = k8s_node.ProbePods(lambda: None, SETTINGS, lambda token, deadline: "true")
+    probes = k8s_node.ProbePods(lambda: None, SETTINGS, lambda token, deadline, host="": "true")
     probes.cleanup.add("namespace", lambda: order.append("namespace deleted"))
 
     def run_batch(batch, labels):

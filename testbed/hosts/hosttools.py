@@ -4,6 +4,7 @@ scenario lacks is simply not there."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import shlex
 import shutil
 from pathlib import Path
@@ -43,6 +44,10 @@ def install(r: Root, s: Scenario) -> None:
     r.write(f"{STATE}/nvidia-smi/gpus.tsv", _gpus_tsv(s))
     r.write(f"{STATE}/nvidia-smi/mig.tsv", _mig_tsv(s))
     r.write(f"{STATE}/nvidia-smi/nvlink.tsv", _nvlink_tsv(s))
+    if s.dcgm_failures is not None:
+        failed = bool(s.dcgm_failures)
+        r.script("/usr/bin/dcgmi", _canned("dcgmi", [("diag*-r*1*-j*", _dcgm_diag_json(s), "", 226 if failed else 0)],
+                                           "dcgmi: only `diag -r 1 -j` is simulated"))
     _install(r, "nvidia-smi", "/usr/bin/nvidia-smi")
 
     if s.dkms is not None:
@@ -152,6 +157,25 @@ def _gpus_tsv(s: Scenario) -> str:
             _active(g.idle), *(_active(x in g.clock_limiters) for x in LIMITERS),
             g.remapped_rows_uncorrectable, g.sram_uncorrectable, g.sram_correctable))))
     return "\n".join(rows) + "\n"
+
+
+#: What `dcgmi diag -r 1` runs (its Deployment category), in DCGM 3.x's JSON (NVIDIA/DCGM issue #139,
+#: #55 for the names); the exit status on a failed test is a guess of this bed (DCGM's
+#: DCGM_ST_NVVS_ERROR, 226 as an unsigned byte), the suite reads the JSON whatever it is.
+DCGM_LEVEL1 = ("Denylist", "NVML Library", "CUDA Main Library", "Permissions and OS Blocks", "Persistence Mode",
+               "Environment Variables", "Page Retirement/Row Remap", "Graphics Processes", "Inforom")
+
+
+def _dcgm_diag_json(s: Scenario) -> str:
+    failures = s.dcgm_failures or {}
+    tests = []
+    for name in DCGM_LEVEL1:
+        results = [{"gpu_id": str(g.index), "status": "Fail" if name in failures and failures[name][0] == g.index
+                    else "Pass", **({"info": failures[name][1]} if name in failures and failures[name][0] == g.index
+                                    else {})} for g in s.gpus]
+        tests.append({"name": name, "results": results})
+    return json.dumps({"DCGM GPU Diagnostic": {"test_categories": [{"category": "Deployment", "tests": tests}]},
+                       "version": "3.3.9"}, indent="\t")
 
 
 def _nvlink_tsv(s: Scenario) -> str:

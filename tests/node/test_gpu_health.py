@@ -105,3 +105,20 @@ def test_nvlink(node, expected):
     bad += [f"GPU {link.gpu} link {link.link}: {n} {name} errors (at most {limits[name]})" for link in links
             for name, n in link.errors if limits.get(name) is not None and n > limits[name]]
     assert not bad, "; ".join(bad)
+
+
+@check("node.gpu.dcgm_diag", "DCGM diagnostics pass (opt-in: it loads the GPU)",
+       fix="read the failing test's info in the evidence; `dcgmi diag -r 3` for detail; drain the node and RMA "
+           "the GPU if a hardware test fails again",
+       needs=["node.smi.runs"], evidence=["dcgm_diag"])
+def test_dcgm_diag(node, expected):
+    """With health.dcgm_diag set: dcgmi is installed and no test of `dcgmi diag -r <level>` Fails."""
+    level = expected.health.dcgm_diag
+    if level == "off":
+        pytest.skip("the profile does not ask for DCGM diagnostics (health.dcgm_diag: off)")
+    results = node.dcgm_diag
+    assert results is not None, f"dcgmi is not installed, but the profile asks for DCGM diagnostics (health.dcgm_diag: {level})"
+    failed = [f"{r.test}{'' if r.gpu is None else f' GPU {r.gpu}'}: {r.info or r.status}" for r in results
+              if r.status.lower() == "fail"]
+    assert not failed, f"dcgmi diag -r {level}: {len(failed)} failed: {'; '.join(failed)}"
+    assert results, f"dcgmi diag -r {level} reported no test"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Callable
 
 from testbed.hosts.scenarios.faults import FAULT_BASE, FAULTS, Fault, fault  # noqa: F401 - the catalog's names
-from testbed.hosts.scenarios.good import cdi_debian, good_debian, good_debian_upgraded, good_mig, gpu_good
+from testbed.hosts.scenarios.good import cdi_debian, dcgm_good, good_debian, good_debian_upgraded, good_mig, gpu_good
 from testbed.hosts.scenarios.model import *  # noqa: F403 - the model's names, as before the split
 from testbed.hosts.scenarios.model import Scenario
 
@@ -20,6 +20,7 @@ GOOD: dict[str, Callable[[], Scenario]] = {
     "good-debian": good_debian,
     "upgraded-debian": good_debian_upgraded,
     "cdi-debian": cdi_debian,
+    "dcgm-good": dcgm_good,
 }
 
 

@@ -277,6 +277,12 @@ def _validator_plugin_not_ready(s: Scenario) -> None:
         del s.operator_validations[name]
 
 
+@fault("dcgm-row-remap", "DCGM's level-1 diagnostic fails GPU 2's Page Retirement/Row Remap test", on="dcgm-good")
+def _dcgm_row_remap(s: Scenario) -> None:
+    s.dcgm_failures = {"Page Retirement/Row Remap": (
+        2, "GPU 2 had uncorrectable memory errors and row remapping failed. Drain the GPU and reset it or reboot the node.")}
+
+
 @fault("xid-in-log", "kernel log holds an Xid 79 (GPU has fallen off the bus)")
 def _xid_in_log(s: Scenario) -> None:
     s.dmesg.append("[183211.553120] NVRM: Xid (PCI:0000:5d:00): 79, pid='<unknown>', "

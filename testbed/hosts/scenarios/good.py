@@ -182,3 +182,10 @@ def cdi_debian() -> Scenario:
         "/var/run/cdi/k8s.device-plugin.nvidia.com-gpu.yaml": _cdi_spec("k8s.device-plugin.nvidia.com/gpu", uuids),
     }
     return s
+
+
+def dcgm_good() -> Scenario:
+    """The H100 worker with DCGM installed on the host (dcgmi), every level-1 diagnostic passing."""
+    s = gpu_good().clone("dcgm-good", "good H100 worker with dcgmi on the host: level-1 diagnostics pass")
+    s.dcgm_failures = {}
+    return s

@@ -173,6 +173,7 @@ class Scenario:
     modinfo_nvidia: bool = True                # nvidia.ko on disk for the running kernel
     cuda_version: str = "13.0"
     uptime_s: float = 200000.0                  # /proc/uptime: the kernel log's clock
+    dcgm_failures: dict[str, tuple[int, str]] | None = None   # dcgmi installed: failing test -> (GPU, info)
     # the GPU Operator validator's status files (gpu-operator validator/main.go), None: no operator
     operator_validations: dict[str, str] | None = dataclasses.field(default_factory=lambda: {
         "driver-ready": "IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\n"
