@@ -41,7 +41,7 @@ from cluster_1000_nodes import pids, request_total  # noqa: E402  (the API serve
 from testbed.cluster.controlplane import ControlPlane  # noqa: E402
 from testbed.cluster.hostexec import ANN_HOST_ROOT  # noqa: E402
 from testbed.cluster.kube import client_for  # noqa: E402
-from testbed.cluster.platform import GpuWorker, published_node  # noqa: E402
+from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
 from testbed.cluster.waiting import wait_for  # noqa: E402
 
 PAUSED = ("nodeagent",)
