@@ -162,7 +162,8 @@ class Hooks:
         try:
             self.profile = profile_mod.load(path)
             self.waivers = waivers_mod.load(opt.gpuconform_waivers) if opt.gpuconform_waivers else ()
-            baseline, fail_on_drift = drift_mod.options(opt.gpuconform_baseline, opt.gpuconform_fail_on_drift)
+            baseline, fail_on_drift = drift_mod.options(opt.gpuconform_baseline, opt.gpuconform_fail_on_drift,
+                                                        opt.gpuconform_force_baseline)
         except (profile_mod.ProfileError, waivers_mod.WaiverError, drift_mod.BaselineError) as exc:
             raise pytest.UsageError(str(exc)) from None
         inputs.kubeconfig(opt.gpuconform_kubeconfig, opt.gpuconform_context, os.environ.get("KUBECONFIG"))
@@ -412,6 +413,10 @@ class Hooks:
             v = self.run.doc["verdict"]
             why = f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""
             terminalreporter.write_line(f"gpuconform: {v['word']}{why}")
+            drift = self.run.doc.get("drift")
+            if drift and drift["baseline_verdict"] != "ACCEPTED":
+                terminalreporter.write_line(f"gpuconform: compared with a {drift['baseline_verdict']} run as baseline "
+                                            f"(--force-baseline)", yellow=True)
             if getattr(self, "fallback_note", None):
                 terminalreporter.write_line(self.fallback_note, red=True)
             if self.json_path is not None:

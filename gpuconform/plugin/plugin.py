@@ -55,10 +55,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="JSON results of the last accepted run: the report opens with what changed since "
                          "(newly failing/passing checks, hosts added/removed, platform facts)")
     group.addoption("--fail-on-drift", dest="gpuconform_fail_on_drift", metavar="KINDS", default=None,
-                    help="comma-separated drift kinds that make the run REJECTED (exit 1), or 'all': "
-                         "newly_failing, newly_passing, hosts_added, hosts_removed, driver, fabric_manager, "
-                         "gpu_model, gpu_count, mig, kernel, kubernetes, gpu_operator, kubeflow "
-                         "(default: drift alone fails nothing; needs --baseline)")
+                    help="comma-separated drift kinds that make the run REJECTED (exit 1), or 'all' (every kind "
+                         "but newly_passing, which fails a run only when named): newly_failing, newly_passing, "
+                         "hosts_added, hosts_removed, driver, fabric_manager, gpu_model, gpu_count, mig, kernel, "
+                         "kubernetes, gpu_operator, kubeflow (default: drift alone fails nothing; needs --baseline)")
+    group.addoption("--force-baseline", dest="gpuconform_force_baseline", action="store_true", default=False,
+                    help="compare with --baseline even though that run was not ACCEPTED (the report says so)")
     group.addoption("--kubeconfig", dest="gpuconform_kubeconfig", metavar="PATH", default=None,
                     help="kubeconfig of the cluster under test (default: $KUBECONFIG, in-cluster "
                          "config when run in a pod, else ~/.kube/config)")

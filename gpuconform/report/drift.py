@@ -26,13 +26,19 @@ class BaselineError(ValueError):
     """The --baseline file or --fail-on-drift value cannot be used (one line, exit 4)."""
 
 
+#: drift kinds that fail a run only when named: a check fixed since the baseline is good news
+ONLY_BY_NAME = ("newly_passing",)
+
+
 def fail_on_kinds(text: str | None) -> tuple[str, ...]:
-    """``--fail-on-drift=driver,hosts_removed`` (or ``all``) → the kinds, each one known."""
+    """``--fail-on-drift=driver,hosts_removed`` (or ``all``: every kind but those only named) →
+    the kinds, each one known."""
     if not text:
         return ()
     kinds = [k.strip().replace("-", "_") for k in text.split(",") if k.strip()]
-    if kinds == ["all"]:
-        return DRIFT_KINDS
+    if "all" in kinds:
+        named = [k for k in kinds if k in ONLY_BY_NAME]
+        return tuple(k for k in DRIFT_KINDS if k not in ONLY_BY_NAME or k in named)
     unknown = [k for k in kinds if k not in DRIFT_KINDS]
     if unknown or not kinds:
         raise BaselineError(f"--fail-on-drift={text}: unknown kind {unknown[0] if unknown else '(none)'!r}; "
@@ -40,8 +46,9 @@ def fail_on_kinds(text: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-def load_baseline(path: str) -> tuple[dict, str]:
-    """(the baseline document, sha256 of its file); BaselineError naming the file otherwise."""
+def load_baseline(path: str, force: bool = False) -> tuple[dict, str]:
+    """(the baseline document, sha256 of its file); BaselineError naming the file otherwise, and
+    for a run that was not ACCEPTED unless ``force`` (--force-baseline)."""
     try:
         data = yamlfile.read_file(path, "it", BaselineError, BASELINE_MAX_BYTES)
     except BaselineError as exc:  # "<path>: cannot read it: ...", said as every line here says it
@@ -64,6 +71,10 @@ def load_baseline(path: str) -> tuple[dict, str]:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"])
         raise BaselineError(f"--baseline={path}: {where}: {err['msg']}") from None
+    word = doc["verdict"]["word"]
+    if word != "ACCEPTED" and not force:
+        raise BaselineError(f"--baseline={path}: that run was {word}, and a baseline is the last accepted run "
+                            f"(--force-baseline compares with it anyway, and the report says so)")
     return doc, hashlib.sha256(data).hexdigest()
 
 
@@ -143,12 +154,16 @@ def drifted(drift: dict, kind: str) -> bool:
     return any(c["kind"] == kind for c in drift["facts"])
 
 
-def options(baseline: str | None, fail_on: str | None) -> tuple[tuple[str, dict, str] | None, tuple[str, ...]]:
-    """``--baseline`` and ``--fail-on-drift`` checked: ((path, document, sha256) or None, kinds)."""
+def options(baseline: str | None, fail_on: str | None,
+            force: bool = False) -> tuple[tuple[str, dict, str] | None, tuple[str, ...]]:
+    """``--baseline``, ``--fail-on-drift`` and ``--force-baseline`` checked: ((path, document,
+    sha256) or None, kinds)."""
     kinds = fail_on_kinds(fail_on)
     if kinds and not baseline:
         raise BaselineError(f"--fail-on-drift={fail_on}: needs --baseline=<last accepted JSON>")
+    if force and not baseline:
+        raise BaselineError("--force-baseline: needs --baseline=<JSON>")
     if not baseline:
         return None, kinds
-    doc, sha = load_baseline(baseline)
+    doc, sha = load_baseline(baseline, force)
     return (baseline, doc, sha), kinds

@@ -183,7 +183,10 @@ def drift_block(doc: dict) -> str:
     date = d["baseline_started"].replace("T", " ").replace("+00:00", " UTC")
     return (f'<div class="gc-section" id="gc-drift"><h3>Changed since {escape(date)}</h3><p>Baseline '
             f'<span class="gc-mono">{escape(d["baseline"])}</span> ({escape(d["baseline_verdict"])}, sha256 '
-            f'<span class="gc-mono">{d["baseline_sha256"][:16]}…</span>).</p>{body}</div>')
+            f'<span class="gc-mono">{d["baseline_sha256"][:16]}…</span>)'
+            + ('' if d["baseline_verdict"] == "ACCEPTED" else
+               ': <b>not an accepted run</b>, compared because of --force-baseline')
+            + f'.</p>{body}</div>')
 
 
 def _kv(rows: list[tuple[str, str | None]]) -> str:

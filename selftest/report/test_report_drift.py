@@ -123,6 +123,32 @@ def test_bad_baseline_is_one_line_exit_4(baseline, tmp_path, content, args, says
     assert r.doc is None
 
 
+def test_newly_passing_fails_a_run_only_when_named(farm, tmp_path):
+    """--fail-on-drift=all rejects what got worse, not a check that was fixed (issue #25)."""
+    broken = run(tmp_path / "broken", "-m", "node", *hosts_arg(farm(h1="dkms-added")))
+    assert broken.doc["verdict"]["word"] == "REJECTED", broken.output()
+    fixed_hosts = hosts_arg(farm(h1="gpu-good"))
+    forced = ("--force-baseline", f"--baseline={broken.json}")
+    everything = run(tmp_path / "all", "-m", "node", *fixed_hosts, *forced, "--fail-on-drift=all")
+    d = everything.doc["drift"]
+    assert d["newly_passing"] and "newly_passing" not in d["fail_on"] and d["failing"] == [], everything.output()
+    assert everything.doc["verdict"]["word"] == "ACCEPTED" and everything.proc.returncode == 0, everything.output()
+    named = run(tmp_path / "named", "-m", "node", *fixed_hosts, *forced, "--fail-on-drift=all,newly_passing")
+    assert named.doc["drift"]["failing"] == ["newly_passing"] and named.proc.returncode == 1, named.output()
+
+
+def test_a_rejected_run_is_a_baseline_only_when_forced(farm, tmp_path):
+    broken = run(tmp_path / "broken", "-m", "node", *hosts_arg(farm(h1="dkms-added")))
+    hosts = hosts_arg(farm(h1="gpu-good"))
+    refused = run(tmp_path / "refused", "-m", "node", *hosts, f"--baseline={broken.json}")
+    out = refused.proc.stdout + refused.proc.stderr
+    assert refused.proc.returncode == 4 and "that run was REJECTED" in out and "--force-baseline" in out, out
+    forced = run(tmp_path / "forced", "-m", "node", *hosts, f"--baseline={broken.json}", "--force-baseline")
+    assert forced.proc.returncode == 0, forced.output()
+    assert "compared with a REJECTED run as baseline (--force-baseline)" in forced.proc.stdout
+    assert "not an accepted run</b>, compared because of --force-baseline" in forced.html.read_text()
+
+
 def test_fail_on_drift_needs_a_baseline(tmp_path):
     r = run(tmp_path, "-m", "node", "--hosts=local://", "--fail-on-drift=driver")
     assert r.proc.returncode == 4 and "--fail-on-drift=driver: needs --baseline" in r.proc.stderr, r.output()
