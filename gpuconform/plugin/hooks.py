@@ -417,6 +417,8 @@ class Hooks:
             if drift and drift["baseline_verdict"] != "ACCEPTED":
                 terminalreporter.write_line(f"gpuconform: compared with a {drift['baseline_verdict']} run as baseline "
                                             f"(--force-baseline)", yellow=True)
+            for line in terminal.remediation_lines(self.run.doc):
+                terminalreporter.write_line(line)
             if getattr(self, "fallback_note", None):
                 terminalreporter.write_line(self.fallback_note, red=True)
             if self.json_path is not None:

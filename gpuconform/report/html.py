@@ -21,7 +21,7 @@ import re
 from collections import Counter, defaultdict
 from html import escape
 
-from gpuconform.report import mig_svg
+from gpuconform.report import mig_svg, terminal
 from gpuconform.report.model import LAYERS, VERDICTS
 from gpuconform.report.terminal import terminal_text
 
@@ -86,8 +86,13 @@ def verdict_block(doc: dict) -> str:
         layers = f'{escape(", ".join(ran) or "no")} layer{"s" if len(ran) != 1 else ""}'
         scope = f' <span class="gc-scope">(partial run: {layers} only)</span>'
     reasons = "".join(f"<li>{escape(x)}</li>" for x in v["reasons"])
+    rs = doc.get("remediation") or []
+    fixes = (f'<p id="gc-remediation-counts">Remediation (--remediate={escape(rs[0]["mode"])}): '
+             f'{escape(terminal.remediation_counts(rs))} — <a href="#gc-remediation">the table below</a>; '
+             'the verdict is the checks\' before it.</p>') if rs else ""
     return (f'<div class="gc-section gc-top"><div id="gc-verdict" class="gc-verdict {v["word"].lower()}">'
-            f'{v["word"]}</div>{scope}' + (f'<ul class="gc-reasons">{reasons}</ul>' if reasons else "") + "</div>")
+            f'{v["word"]}</div>{scope}' + (f'<ul class="gc-reasons">{reasons}</ul>' if reasons else "")
+            + fixes + "</div>")
 
 
 def _first_line(text: str | None, limit: int = 240) -> str:

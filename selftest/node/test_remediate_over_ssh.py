@@ -5,6 +5,8 @@ reboot is required — and a second apply changes nothing. The hosts are rendere
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness import run_node_suite
@@ -123,3 +125,17 @@ def test_report_shows_each_outcome(remediated):
     assert 'id="gc-remediation"' in html
     for state in ("fixed", "reboot required", "fix failed"):
         assert f"failed → {state}" in html, state
+
+
+def test_terminal_shows_the_plan_and_the_outcomes(remediated):
+    """--remediate=plan prints per host and check what would change; apply prints each outcome and
+    their counts, which the report's first screen repeats (issue #25)."""
+    plan = remediated["plan"]["stdout"]
+    assert "gpuconform: remediation plan (--remediate=plan, nothing changed):" in plan, plan[-3000:]
+    assert re.search(r"(?m)^  dkms-added  node\.dkms\.nvidia_installed  dkms-install\.sh:\n      \S", plan), plan[-3000:]
+    applied = remediated["apply"]["stdout"]
+    counts = re.search(r"gpuconform: remediation \(--remediate=apply\): (.+)", applied)
+    assert counts and "fixed" in counts[1] and "reboot required" in counts[1] and "fix failed" in counts[1], applied[-3000:]
+    assert re.search(r"(?m)^  dkms-added  node\.dkms\.nvidia_installed: fixed — the re-check passes$", applied)
+    first_screen = remediated["apply"]["html"].split('id="gc-remediation-counts">', 1)[1].split("</p>", 1)[0]
+    assert counts[1] in first_screen, first_screen
