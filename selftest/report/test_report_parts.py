@@ -185,4 +185,5 @@ def test_drift_compares_only_what_both_runs_know():
     assert d["failing"] == ["kernel", "hosts_added"]
     assert model.overall(now["results"], [], {"node"}, drifted=tuple(d["failing"])).reasons[-1] == \
         "drift since the baseline (--fail-on-drift): kernel, hosts_added"
-    assert drift.fail_on_kinds("all") == model.DRIFT_KINDS and drift.fail_on_kinds("gpu-count") == ("gpu_count",)
+    assert drift.fail_on_kinds("all") == tuple(k for k in model.DRIFT_KINDS if k != "newly_passing")
+    assert drift.fail_on_kinds("all,newly_passing") == model.DRIFT_KINDS and drift.fail_on_kinds("gpu-count") == ("gpu_count",)
