@@ -9,6 +9,7 @@ is the one gate of every file an input names (profile, waivers, kubeconfig, base
 from __future__ import annotations
 
 import os
+import re
 import stat
 
 import yaml
@@ -164,18 +165,37 @@ def read_mapping(path: str, what: str, error: type[Exception], top: str = "a map
     return raw, data
 
 
+#: pydantic's words for a type, as a profile's author says it
+_PLAIN = ((re.compile(r"a valid dictionary or instance of \w+"), "a mapping (key: value)"),
+          (re.compile(r"a valid dictionary"), "a mapping (key: value)"),
+          (re.compile(r"a valid (?:tuple|list)"), "a list"),
+          (re.compile(r"Extra inputs are not permitted"), "unknown field (a typo?)"))
+#: how many errors one line lists before counting the rest
+SHOWN_ERRORS = 8
+
+
+def _plain(msg: str) -> str:
+    for pattern, words in _PLAIN:
+        msg = pattern.sub(words, msg)
+    return msg
+
+
 def one_line(path: str, exc: ValidationError, prefix: str = "") -> str:
-    """The first validation error as ``<file>: <field.path>: <message>, got <value>``. The value is
-    left out where it may be a secret: under a mistyped key (``pasword: hunter2``: the key is the
-    mistake), under a secret-like key, or when redaction would mask it."""
-    e = exc.errors()[0]
-    loc = ".".join(str(p) for p in e["loc"])
-    where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
-    got = e.get("input")
-    shown = ""
-    if not (isinstance(got, (dict, list)) or got is None or e.get("type") == "extra_forbidden"
-            or any(secret_name(str(p)) for p in e["loc"])):
-        text = repr(got)
-        shown = f", got {text}" if redact(text) == text else ", got a value that looks like a secret (not shown)"
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return f"{path}: {where}: {e['msg']}{shown}{more}"
+    """Every validation error, on one line: ``<file>: <field.path>: <message>, got <value>; …``.
+    Field paths leave out pydantic's own type names; the value is left out where it may be a
+    secret: under a mistyped key (``pasword: hunter2``: the key is the mistake), under a
+    secret-like key, or when redaction would mask it."""
+    parts = []
+    errors = exc.errors()
+    for e in errors[:SHOWN_ERRORS]:
+        loc = ".".join(str(p) for p in e["loc"] if not (isinstance(p, str) and (p[:1].isupper() or "[" in p)))
+        where = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
+        got = e.get("input")
+        shown = ""
+        if not (isinstance(got, (dict, list)) or got is None or e.get("type") == "extra_forbidden"
+                or any(secret_name(str(p)) for p in e["loc"])):
+            text = repr(got)
+            shown = f", got {text}" if redact(text) == text else ", got a value that looks like a secret (not shown)"
+        parts.append(f"{where}: {_plain(e['msg'])}{shown}")
+    more = f"; and {len(errors) - SHOWN_ERRORS} more" if len(errors) > SHOWN_ERRORS else ""
+    return f"{path}: {'; '.join(parts)}{more}"

@@ -159,7 +159,7 @@ CASES = [
      ["--waivers={d}/w.yaml"], r"{d}/w.yaml: waivers.0.host: Value error, 'gpu-\[1': '\[' without its '\]' \(fnmatch pattern\)"),
     ("report-name-newline", {}, ["--report-name=a\nb"], r"--report-name 'a\\nb': a plain file name"),
     ("profile-typo-secret-not-echoed", {"p.yaml": profile_with(KUBEFLOW + "  account: {pasword: Pl4ntTypoValue}\n")}, ["--profile={d}/p.yaml"],
-     r"{d}/p.yaml: kubeflow.account.pasword: Extra inputs are not permitted$"),
+     r"{d}/p.yaml: kubeflow.account.pasword: unknown field \(a typo\?\)$"),
 ]
 
 
