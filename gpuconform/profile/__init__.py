@@ -22,7 +22,7 @@ import fnmatch
 import hashlib
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, field_validator
 
 from gpuconform import yamlfile
 from gpuconform.node.probe import ProbeInputs
@@ -72,9 +72,16 @@ class Profile(Strict):
                                  "MaxStartups (OpenSSH: 10)")
     k8s_node: K8sNodeProbes = Field(K8sNodeProbes(), description="k8s-node:// hosts: node checks through "
                                                                  "one privileged probe pod per node")
-    cluster: ClusterExpectations = Field(ClusterExpectations(), description="the Kubernetes side (tests/cluster)")
+    cluster: ClusterExpectations = Field(ClusterExpectations(), description="the Kubernetes side (tests/cluster); "
+                                                                            "null: its defaults")
     kubeflow: KubeflowExpectations = Field(KubeflowExpectations(), description="the Kubeflow endpoint "
-                                                                               "(tests/kubeflow)")
+                                                                               "(tests/kubeflow); null: none declared")
+
+    @field_validator("cluster", "kubeflow", mode="before")
+    @classmethod
+    def _null_is_the_defaults(cls, value):
+        """``kubeflow: null`` as ``node: null`` is accepted: nothing declared for that layer."""
+        return {} if value is None else value
 
 
 class LoadedProfile:

@@ -115,3 +115,11 @@ def test_every_error_is_listed_in_the_authors_words(tmp_path):
                  "node.kernel.cmdline_required: Input should be a list", "node.bogus: unknown field (a typo?)"):
         assert says in line, line
     assert "SysctlRule" not in line and "tuple" not in line and "more)" not in line, line
+
+
+def test_any_layer_may_be_null(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("name: t\nnode: null\ncluster: null\nkubeflow: null\n")
+    loaded = profile.load(p)
+    assert loaded.profile.node is None and loaded.profile.kubeflow.url is None
+    assert loaded.profile.cluster == profile.ClusterExpectations()
