@@ -9,6 +9,19 @@ ARTICLE_CLUSTER_POLICY: dict[str, object] = {
     "sandboxDevicePlugin.enabled": False, "mig.strategy": "mixed",
 }
 
+#: The closed sets of ClusterPolicy spec values, by spec path, as the operator's CRD enumerates them
+#: (NVIDIA/gpu-operator api/nvidia/v1/clusterpolicy_types.go `+kubebuilder:validation:Enum`, at the
+#: commit the bed builds; selftest/unit/test_profile.py compares this with the CRD it ships).
+CLUSTER_POLICY_ENUMS: dict[str, tuple[str, ...]] = {
+    "ccManager.defaultMode": ("on", "off", "devtools"),
+    "daemonsets.updateStrategy": ("RollingUpdate", "OnDelete"),
+    "driver.kernelModuleType": ("auto", "open", "proprietary"),
+    "mig.strategy": ("none", "single", "mixed"),
+    "migManager.config.default": ("all-disabled", ""),
+    "operator.defaultRuntime": ("docker", "crio", "containerd"),
+    "sandboxWorkloads.defaultWorkload": ("container", "vm-passthrough", "vm-vgpu"),
+}
+
 #: Operand DaemonSets the GPU Operator runs on every GPU worker with those values.
 GPU_OPERATOR_OPERANDS = ("gpu-feature-discovery", "nvidia-container-toolkit-daemonset", "nvidia-dcgm-exporter",
                          "nvidia-device-plugin-daemonset", "nvidia-mig-manager", "nvidia-operator-validator")

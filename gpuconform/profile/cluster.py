@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from gpuconform.profile import catalogs
 from gpuconform.profile._base import Pattern, Strict
@@ -61,6 +61,17 @@ class GpuOperator(Strict):
         description="ClusterPolicy spec values, by dotted path (the article's Helm values), compared with what "
                     "the operator acts on: an unset value counts as the operator's default "
                     "(gpuconform/cluster/operator.py OPERATOR_DEFAULTS)")
+
+    @field_validator("spec")
+    @classmethod
+    def _closed_sets(cls, spec: dict[str, Any]) -> dict[str, Any]:
+        """A value the operator's CRD would refuse (``mig.strategy: singel``) is a profile error at load."""
+        bad = [f"{path}: {spec[path]!r} is not one of {', '.join(repr(v) for v in allowed)}"
+               for path, allowed in catalogs.CLUSTER_POLICY_ENUMS.items() if path in spec and spec[path] not in allowed]
+        if bad:
+            raise ValueError("; ".join(bad) + " (the ClusterPolicy CRD's values)")
+        return spec
+
     validator_driver_env: dict[str, str] = Field(
         default_factory=lambda: {"DISABLE_DEV_CHAR_SYMLINK_CREATION": "true"},
         description="env of the driver validator (spec.validator.driver.env)")

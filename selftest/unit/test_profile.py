@@ -123,3 +123,30 @@ def test_any_layer_may_be_null(tmp_path):
     loaded = profile.load(p)
     assert loaded.profile.node is None and loaded.profile.kubeflow.url is None
     assert loaded.profile.cluster == profile.ClusterExpectations()
+
+
+def test_a_cluster_policy_value_outside_the_crds_set_is_refused_at_load(tmp_path):
+    p = tmp_path / "p.yaml"
+    p.write_text("name: t\ncluster:\n  gpu_operator:\n    spec: {mig.strategy: singel, driver.enabled: false}\n")
+    with pytest.raises(profile.ProfileError, match=r"cluster\.gpu_operator\.spec: Value error, mig\.strategy: 'singel' "
+                                                   r"is not one of 'none', 'single', 'mixed'"):
+        profile.load(p)
+
+
+def test_the_enum_table_is_the_operators_crd():
+    """catalogs.CLUSTER_POLICY_ENUMS equals every enum of the ClusterPolicy CRD the bed's operator
+    module ships (deployments/gpu-operator/crds/nvidia.com_clusterpolicies.yaml)."""
+    import yaml
+    from gpuconform.profile import catalogs
+    from testbed.gpuoperator import binaries
+    crd = yaml.safe_load((binaries.module_dir() / "deployments" / "gpu-operator" / "crds" /
+                          "nvidia.com_clusterpolicies.yaml").read_text())
+    found = {}
+
+    def walk(node, path):
+        if "enum" in node and path:
+            found[".".join(path)] = tuple(node["enum"])
+        for key, sub in (node.get("properties") or {}).items():
+            walk(sub, [*path, key])
+    walk(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"], [])
+    assert found == catalogs.CLUSTER_POLICY_ENUMS
