@@ -8,7 +8,7 @@ import datetime as dt
 import socket
 import ssl
 
-from gpuconform.node.facts import CannotTell
+from gpuconform.errors import CannotTell
 
 
 class TlsUnreachable(CannotTell):

@@ -32,8 +32,8 @@ from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_expone
 
 from gpuconform import gcpause
 from gpuconform.cluster.errors import ClusterError, Unreachable, api_error, api_error_line
+from gpuconform.errors import CannotTell
 from gpuconform.tls import served_certificate
-from gpuconform.node.facts import CannotTell
 
 T = TypeVar("T")
 TRANSIENT_STATUS = {429, 500, 502, 503, 504}

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 import re
 
-from gpuconform.node.facts import CannotTell
+from gpuconform.errors import CannotTell
 
 #: The API server's 403 message (apiserver endpoints/handlers/responsewriters/errors.go,
 #: forbiddenMessage): ``User "u" cannot <verb> resource "<res>[/<sub>]" in API group "<g>"

@@ -1,7 +1,7 @@
 """Errors of the kubeflow library; each str() is one line naming the step that failed."""
 from __future__ import annotations
 
-from gpuconform.node.facts import CannotTell
+from gpuconform.errors import CannotTell
 
 
 class KubeflowError(CannotTell):

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from gpuconform.errors import CannotTell  # noqa: F401 - the node layer's facts raise it (checks import it here)
 from gpuconform.node import probe
 from gpuconform.parsers import containerd, dcgm, dkms, host, kernel, kmod, nvidia_smi, systemd
 from gpuconform.redact import redact
-
-
-class CannotTell(Exception):
-    """A fact that could not be read; str() says why. Reported as "could not check"."""
 
 
 _EVIDENCE_LINES = 40

@@ -21,7 +21,7 @@ import pytest
 from _pytest.pathlib import import_path
 
 from gpuconform.checks import REGISTRY, CheckIdError, unknown_needs
-from gpuconform.node.facts import CannotTell
+from gpuconform.errors import CannotTell
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 

@@ -12,7 +12,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from gpuconform.node.facts import CannotTell
+from gpuconform.errors import CannotTell
 
 
 def _try(fn, default=None):

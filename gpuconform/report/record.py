@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from gpuconform.node.facts import CannotTell
+from gpuconform.errors import CannotTell
 from gpuconform.redact import redact
 
 COULD_NOT_CHECK = "could not check: "
