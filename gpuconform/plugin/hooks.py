@@ -4,6 +4,7 @@ The logic lives in gpuconform/report/; this file wires it to pytest."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import signal
@@ -11,6 +12,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression  # as fixtures.py reads -m
 
 from gpuconform import __version__
 from gpuconform import profile as profile_mod
@@ -222,6 +224,29 @@ class Hooks:
             opt.css.append(str(CSS))
 
     # -- collection ---------------------------------------------------------------------------
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """A layer's folder is not even imported when -m can select none of its checks: a node run
+        loads no Kubernetes client and no Kubeflow module (issue #27). An item of tests/<layer>/
+        carries that layer's marker and no other layer's; its other markers (mig, security…) may be
+        set or not, so the folder is left out only when the expression is false for every choice."""
+        expr = config.option.markexpr
+        parts = collection_path.parts
+        if not expr or "tests" not in parts:
+            return None
+        below = parts[len(parts) - parts[::-1].index("tests"):]
+        if not below or below[0] not in LAYERS:
+            return None
+        try:
+            layer, compiled = below[0], Expression.compile(expr)
+        except Exception:  # noqa: BLE001 - a malformed -m is pytest's to report, as it does
+            return None
+        others = sorted(set(re.findall(r"[A-Za-z_][\w.-]*", expr)) - {"and", "or", "not"} - set(LAYERS))
+        for choice in itertools.product((False, True), repeat=min(len(others), 10)):
+            value = dict(zip(others, choice))
+            if compiled.evaluate(lambda name, **_kw: name == layer if name in LAYERS else value.get(name, True)):
+                return None
+        return True
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         """Markers mirror folders: tests/node/** is `node`, and so on. Checks marked `disruptive`

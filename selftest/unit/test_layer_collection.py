@@ -1,0 +1,54 @@
+"""-m selects exactly the checks it selected before, while a layer's folder that -m cannot select is
+not imported at all (gpuconform/plugin/hooks.py pytest_ignore_collect; issue #27: a node run loads
+no Kubernetes client and no Kubeflow module)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+COUNT = """
+import sys, pytest
+from _pytest.mark.expression import Expression
+class Count:
+    def pytest_collection_finish(self, session):
+        for expr in sys.argv[1:]:
+            e = Expression.compile(expr)
+            n = sum(e.evaluate(lambda name, **kw: any(m.name == name for m in item.iter_markers()))
+                    for item in session.items)
+            print(f"EXPECT {n} {expr}")
+pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "tests"], plugins=[Count()])
+"""
+EXPRESSIONS = ("node", "cluster", "kubeflow", "not node", "cluster and not mig", "node or kubeflow", "mig",
+               "security or node", "not (cluster or kubeflow)")
+
+
+def _selected(expr: str, code_before: str = "") -> tuple[int, str]:
+    code = code_before + f"import pytest, sys\nsys.exit(pytest.main(['--collect-only', '-q', '-p', 'no:cacheprovider', '-m', {expr!r}, 'tests']))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    m = re.search(r"(\d+)(?:/\d+)? tests? collected", out.stdout)
+    assert m, out.stdout[-2000:] + out.stderr[-2000:]
+    return int(m[1]), out.stdout
+
+
+def test_each_expression_selects_what_it_selects_over_every_check():
+    out = subprocess.run([sys.executable, "-c", COUNT, *EXPRESSIONS], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    expected = {line.split(" ", 2)[2]: int(line.split()[1]) for line in out.stdout.splitlines() if line.startswith("EXPECT ")}
+    assert set(expected) == set(EXPRESSIONS), out.stdout[-2000:] + out.stderr[-2000:]
+    assert {e: _selected(e)[0] for e in EXPRESSIONS} == expected
+
+
+@pytest.mark.parametrize("expr, blocked", [("node", ("kubernetes", "gpuconform.kubeflow", "gpuconform.cluster.connect")),
+                                           ("cluster", ("gpuconform.kubeflow",))])
+def test_a_layer_run_imports_no_other_layer(expr, blocked):
+    block = (f"import sys\nclass Block:\n    def find_spec(self, name, path=None, target=None):\n"
+             f"        if any(name == b or name.startswith(b + '.') for b in {blocked!r}):\n"
+             f"            raise ImportError(name + ' imported by a -m {expr} run')\n"
+             f"sys.meta_path.insert(0, Block())\n")
+    n, out = _selected(expr, block)
+    assert n > 0 and not re.search(r"\d+ errors?\b|Interrupted|ImportError", out), out[-2000:]
