@@ -270,10 +270,7 @@ class NodeFacts:
         """One row per GPU of the identity query, each telling its memory health: retired pages
         (before Ampere) or row remapping (failure and pending). No data is not "healthy"."""
         what = "nvidia-smi health query"
-        rows = self._query(self.section("smi_health"), what, nvidia_smi.parse_health)
-        missing = sorted({g.index for g in self.gpus} - {r.index for r in rows})
-        if missing:
-            raise CannotTell(f"{what} printed no row for GPU {', '.join(map(str, missing))}")
+        rows = self._per_gpu("smi_health", what, nvidia_smi.parse_health)
         silent = [r.index for r in rows if not r.tells_memory_health]
         if silent:
             raise CannotTell(f"{what} gave no value for retired_pages.pending nor remapped_rows.failure/"
