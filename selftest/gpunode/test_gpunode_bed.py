@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from testbed.gpunode import config, images, oci, stage
+from testbed.gpunode import config, images, oci, operator_stack, stage
+from testbed.gpuoperator import binaries as operator_binaries
 
 pytestmark = pytest.mark.slow
 
@@ -93,11 +94,13 @@ def test_device_plugin_image_carries_its_libraries_and_the_drivers_needs(bins, t
     deps = images.driver_dependencies(str(root))
     assert deps and not any(d.startswith(str(root)) for d in deps), deps
     assert set(deps) == set(oci.shared_libraries(Path(libm))), "the driver libraries' own needs, no more"
-    image = images.device_plugin("nvcr.io/nvidia/k8s-device-plugin:v0.18.0", bins, deps)
+    image = images.device_plugin("nvcr.io/nvidia/k8s-device-plugin:v0.18.0", bins, deps, bins / "busybox")
     needed = oci.shared_libraries(bins / "nvidia-device-plugin")
     assert needed, "the device plugin is a cgo program: it needs the C library"
     assert set(needed) | set(deps) <= set(image.files)
     assert image.entrypoint == ["nvidia-device-plugin"] and image.env["NVIDIA_VISIBLE_DEVICES"] == "all"
+    # the GPU Operator's DaemonSets run a shell and a bash entrypoint script from this image
+    assert "/bin/bash" in image.files and image.links["/bin/sh"] == "/bin/busybox"
 
 
 def test_containerd_reads_the_nodes_config_and_nvidia_ctk_makes_nvidia_the_default(bins, tmp_path):
@@ -195,3 +198,77 @@ sys.exit(pytest.main(["--collect-only", "-q", "-m", "node or cluster", "-p", "no
                          text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert " tests collected" in out.stdout or " selected" in out.stdout, out.stdout[-2000:]
+
+
+# -- part 3: NVIDIA's GPU Operator on the node ----------------------------------------------------
+@pytest.fixture(scope="module")
+def operator_bins() -> Path:
+    return stage.operator_bin_dir()
+
+
+@pytest.fixture(scope="module")
+def operator_objects() -> list[dict]:
+    return stage.render_operator()
+
+
+def test_operator_programs_report_the_pinned_versions(operator_bins):
+    v = stage.operator_versions()
+    assert v["NVIDIA_CONTAINER_TOOLKIT_VERSION"].lstrip("v") in run(operator_bins / "nvidia-ctk-installer", "--version")
+    assert v["GPU_OPERATOR_VERSION"] in run(operator_bins / "nvidia-validator", "--version")
+    # the stand-in for libnvidia-container's CLI never passes for the real one
+    out = subprocess.run([operator_bins / "nvidia-container-cli", "info"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 1 and "not built in this test bed" in out.stderr
+
+
+def test_operator_chart_rendered_for_the_node(operator_objects):
+    """The article's values adapted to the lent H200 (operator_stack.values): MIG left alone, CDI, the toolkit's drop-in where containerd reads it,
+    unprivileged env var injection refused, the operands' versions the ones built."""
+    policy = next(o for o in operator_objects if o["kind"] == "ClusterPolicy")["spec"]
+    assert policy["driver"]["enabled"] is False and policy["migManager"]["enabled"] is False
+    assert policy["dcgm"]["enabled"] is False and policy["dcgmExporter"]["enabled"] is False
+    assert policy["cdi"] == {"enabled": True, "default": True}
+    env = {e["name"]: e["value"] for e in policy["toolkit"]["env"]}
+    assert env["RUNTIME_DROP_IN_CONFIG"].startswith(operator_stack.TOOLKIT_CONFIG_DIR_IN_POD)
+    assert env["RUNTIME_DROP_IN_CONFIG_HOST_PATH"] == operator_stack.CONTAINERD_DROP_IN
+    assert env["ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"] == "false"
+    refs = operator_stack.references(operator_objects)
+    v = stage.operator_versions()
+    assert refs["toolkit"].endswith(":" + v["NVIDIA_CONTAINER_TOOLKIT_VERSION"])
+    assert refs["device-plugin"].endswith(":" + v["K8S_DEVICE_PLUGIN_VERSION"])
+    assert refs["validator"].endswith(":" + v["GPU_OPERATOR_VERSION"])
+    assert refs["operator"].endswith(":" + v["GPU_OPERATOR_VERSION"])
+
+
+def test_operator_images_hold_what_the_operands_run(bins, operator_bins, operator_objects, containerd, tmp_path):
+    """Each image holds what its upstream Dockerfile puts there, and containerd imports it under
+    the reference the ClusterPolicy names: the toolkit installer finds every program and library
+    it copies (installer/executables.go, libraries.go) under /artifacts/deb."""
+    refs = operator_stack.references(operator_objects)
+    module = operator_binaries.module_dir()
+    built = {
+        "validator": images.validator(refs["validator"], operator_bins / "nvidia-validator", Path(sys.executable),
+                                      module / "validator", bins / "busybox", []),
+        "toolkit": images.toolkit(refs["toolkit"], bins, operator_bins, bins / "busybox"),
+        "operator": images.operator(refs["operator"], operator_binaries.bin_dir() / "gpu-operator", module),
+    }
+    v = built["validator"]
+    assert {"/usr/bin/nvidia-validator", "/usr/bin/vectorAdd", "/bin/bash",
+            "/var/nvidia/manifests/cuda-workload-validation.yaml",
+            "/var/nvidia/manifests/plugin-workload-validation.yaml"} <= set(v.files)
+    assert {"/bin/sh", "/bin/stat", "/usr/sbin/chroot"} <= set(v.links) and v.env["NVIDIA_VISIBLE_DEVICES"] == "void"
+    t = built["toolkit"]
+    for name in images.TOOLKIT_PROGRAMS:
+        assert f"/artifacts/deb/usr/bin/{name}" in t.files, name
+    for name in images.TOOLKIT_LIBRARIES:
+        assert f"/artifacts/deb/usr/lib/x86_64-linux-gnu/{name}" in t.files, name
+    assert t.links["/work/nvidia-toolkit"] == "/work/nvidia-ctk-installer" and "/bin/bash" in t.files
+    o = built["operator"]
+    assert "/usr/bin/gpu-operator" in o.files
+    assert "/opt/gpu-operator/state-container-toolkit/0500_daemonset.yaml" in o.files
+    assert "/opt/gpu-operator/manifests/state-driver/0500_daemonset.yaml" in o.files
+    for name, image in built.items():
+        archive = tmp_path / f"{name}.tar"
+        digest = oci.write_archive(image, archive)
+        containerd("images", "import", "--snapshotter", "native", archive)
+        listed = containerd("images", "ls")
+        assert image.ref in listed and digest in listed, (name, listed)

@@ -66,13 +66,80 @@ def _with_libraries(img: Image, libraries: list[str]) -> Image:
     return img
 
 
-def device_plugin(ref: str, bins: Path, driver_deps: list[str]) -> Image:
+def _with_bash(img: Image) -> Image:
+    """The machine's bash with what it links: the operator's entrypoint scripts are bash
+    (``[[ ]]``; assets/state-*/0400_configmap.yaml) and its containers run ``/bin/bash -c``."""
+    img.add_binary("/bin/bash", Path(shutil.which("bash") or "/bin/bash"))
+    return img
+
+
+def device_plugin(ref: str, bins: Path, driver_deps: list[str], busybox_binary: Path) -> Image:
+    """k8s-device-plugin's image: both programs in /usr/bin; a shell and bash for the operator's
+    DaemonSets (an init container's ``sh -c until [ -f … ]``, the plugin's bash entrypoint)."""
     img = Image(ref, entrypoint=["nvidia-device-plugin"], files=dict(LDCONFIG_FILES), dirs=dict(BASE_DIRS),
                 env={"PATH": PATH, "NVIDIA_DISABLE_REQUIRE": "true", "NVIDIA_VISIBLE_DEVICES": "all",
                      "NVIDIA_DRIVER_CAPABILITIES": "compute,utility"})
     for name in ("nvidia-device-plugin", "gpu-feature-discovery"):
         img.add_binary(f"/usr/bin/{name}", bins / name)
+    _with_busybox(img, busybox_binary)
+    _with_bash(img)
     return _with_libraries(img, driver_deps)
+
+
+def validator(ref: str, program: Path, vectoradd_program: Path, manifests: Path, busybox_binary: Path,
+              driver_deps: list[str]) -> Image:
+    """gpu-operator's validator image (validator/Dockerfile): nvidia-validator and the CUDA sample
+    vectorAdd in /usr/bin, the workload pod manifests in /var/nvidia/manifests, entrypoint bash;
+    busybox gives what its init containers and steps call (sh, stat, chroot, sleep)."""
+    img = Image(ref, entrypoint=["/bin/bash"], files=dict(LDCONFIG_FILES), dirs=dict(BASE_DIRS),
+                env={"PATH": PATH, "NVIDIA_DISABLE_REQUIRE": "true", "NVIDIA_VISIBLE_DEVICES": "void",
+                     "NVIDIA_DRIVER_CAPABILITIES": "utility,compute"})
+    _with_busybox(img, busybox_binary)
+    _with_bash(img)
+    img.add_binary("/usr/bin/nvidia-validator", program)
+    img.add_binary("/usr/bin/vectorAdd", vectoradd_program)
+    for manifest in sorted(manifests.glob("*.yaml")):
+        img.files[f"/var/nvidia/manifests/{manifest.name}"] = manifest
+    return _with_libraries(img, driver_deps)
+
+
+#: what the toolkit image's installer copies from /artifacts/deb (toolkit
+#: cmd/nvidia-ctk-installer/toolkit/installer: executables.go, libraries.go, artifact-root.go)
+TOOLKIT_PROGRAMS = ("nvidia-ctk", "nvidia-cdi-hook", "nvidia-container-runtime", "nvidia-container-runtime.cdi",
+                    "nvidia-container-runtime.legacy", "nvidia-container-runtime-hook", "nvidia-container-cli")
+TOOLKIT_LIBRARIES = ("libnvidia-container.so.1", "libnvidia-container-go.so.1")
+
+
+def toolkit(ref: str, bins: Path, operator_bins: Path, busybox_binary: Path) -> Image:
+    """nvidia-container-toolkit's image (deployments/container/Dockerfile, `application`):
+    /work/nvidia-ctk-installer (and its nvidia-toolkit link) on PATH, the packages' files under
+    /artifacts/deb, a shell; bash for the operator's entrypoint script."""
+    img = Image(ref, entrypoint=["/work/nvidia-ctk-installer"], dirs=dict(BASE_DIRS),
+                env={"PATH": "/work:" + PATH, "NVIDIA_DISABLE_REQUIRE": "true", "NVIDIA_VISIBLE_DEVICES": "void",
+                     "NVIDIA_DRIVER_CAPABILITIES": "utility"})
+    _with_busybox(img, busybox_binary)
+    _with_bash(img)
+    img.add_binary("/work/nvidia-ctk-installer", operator_bins / "nvidia-ctk-installer")
+    img.links["/work/nvidia-toolkit"] = "/work/nvidia-ctk-installer"
+    for name in TOOLKIT_PROGRAMS:
+        source = bins / name if (bins / name).exists() else operator_bins / name
+        img.add_binary(f"/artifacts/deb/usr/bin/{name}", source, with_libraries=False)
+    for name in TOOLKIT_LIBRARIES:
+        img.files[f"/artifacts/deb/usr/lib/x86_64-linux-gnu/{name}"] = operator_bins / name
+    return img
+
+
+def operator(ref: str, program: Path, module: Path) -> Image:
+    """gpu-operator's image (docker/Dockerfile): /usr/bin/gpu-operator and the operand assets and
+    manifests under /opt/gpu-operator, where the controller reads them."""
+    img = Image(ref, entrypoint=["gpu-operator"], dirs=dict(BASE_DIRS), env={"PATH": PATH})
+    img.add_binary("/usr/bin/gpu-operator", program)
+    for folder in ("assets", "manifests"):
+        for f in sorted((module / folder).rglob("*")):
+            if f.is_file():
+                img.files[f"/opt/gpu-operator/{f.relative_to(module / folder)}" if folder == "assets"
+                          else f"/opt/gpu-operator/manifests/{f.relative_to(module / folder)}"] = f
+    return img
 
 
 def vectoradd(ref: str, program: Path, busybox_binary: Path, driver_deps: list[str]) -> Image:

@@ -23,6 +23,7 @@ import ssl
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,8 +36,10 @@ SUITE = ROOT / "suite"               # the suite's wheel, installed
 STATE = Path("/var/lib/gpunode")     # PKI, etcd, kubeconfigs, logs, reports
 NODE = "h200"
 PROFILE = REPO / "profiles" / "h200-gpunode.yaml"
+OPERATOR_PROFILE = REPO / "profiles" / "h200-gpu-operator.yaml"
 DRIVER_ROOT = "/usr/local/nvidia"
 LOOPBACK = "127.0.0.1"
+SERVICE_IP = "10.96.0.1"             # the `kubernetes` Service: first address of the bed's service range
 PORTS = {"etcd": 2379, "etcd_peer": 2380, "apiserver": 6443, "controller_manager": 10257,
          "scheduler": 10259, "nfd_master_metrics": 18081, "nfd_master_health": 18082,
          "nfd_worker_metrics": 18083, "nfd_worker_health": 18084}
@@ -60,7 +63,7 @@ def issue_pki(directory: Path) -> None:
     from testbed.cluster.pki import PKI
     pki = PKI(directory)
     hosts = (LOOPBACK, "localhost", NODE, "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-             "kubernetes.default.svc.cluster.local", "10.96.0.1")
+             "kubernetes.default.svc.cluster.local", SERVICE_IP)
     pki.issue("apiserver", "kube-apiserver", server=True, hosts=hosts)
     # the API server reaches the kubelet (logs, exec) as a member of system:masters: this bed
     # has no kubeadm:cluster-admins binding
@@ -113,15 +116,19 @@ def sh(*argv: str, timeout: float = 120, check: bool = True, env: dict | None = 
     return out.stdout + out.stderr
 
 
-def unpack(payload: Path) -> None:
-    """The payload into ROOT (tar with xz when the machine has it, else Python's lzma)."""
+def unpack(payload: Path, *more: Path) -> None:
+    """The payload (and the GPU Operator's, for that stack) into ROOT (tar with xz when the
+    machine has it, else Python's lzma)."""
     shutil.rmtree(ROOT, ignore_errors=True)
     ROOT.mkdir(parents=True)
-    if shutil.which("xz") and shutil.which("tar"):
-        sh("tar", "-xJf", str(payload), "-C", str(ROOT), timeout=300)
-    else:
-        with tarfile.open(payload, "r:xz") as tar:
-            tar.extractall(ROOT, filter="tar")
+    for archive in (payload, *more):
+        if not archive.is_file():
+            raise NodeError(f"{archive}: no such payload on this machine (make gpunode-stage, then carry it)")
+        if shutil.which("xz") and shutil.which("tar"):
+            sh("tar", "-xJf", str(archive), "-C", str(ROOT), timeout=300)
+        else:
+            with tarfile.open(archive, "r:xz") as tar:
+                tar.extractall(ROOT, filter="tar")
     sys.path.insert(0, str(ROOT / "site"))
 
 
@@ -144,13 +151,16 @@ def install() -> None:
 
 
 class Node:
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, profile: Path):
         from testbed.cluster.procs import Supervisor
-        self.out = out
+        self.out, self.profile = out, profile
         self.sup = Supervisor(STATE, attached=True)
         self.timings: dict[str, float] = {}
         self.t0 = time.monotonic()
         self.runs: list[dict] = []
+        self.stopping = threading.Event()
+        self.restarts: list[float] = []   # when containerd was restarted
+        self.undo: list = []               # what to put back on the machine at the end
 
     def mark(self, what: str) -> None:
         self.timings[what] = round(time.monotonic() - self.t0, 1)
@@ -177,18 +187,38 @@ class Node:
         args = [a for k, v in settings.items() for a in ("--set", f"{k}={v}")]
         sh("nvidia-ctk", "config", f"--config-file={TOOLKIT_CONFIG}", "--in-place", *args)
 
-    def containerd(self) -> None:
+    def containerd(self, *, nvidia_default: bool = True) -> None:
+        """containerd as a site configures it; with ``nvidia_default`` the host's toolkit adds
+        its runtime and makes it the default (part 2), else the GPU Operator's toolkit operand
+        will (part 3). Kept running as systemd's ``Restart=always`` would: the operand restarts
+        containerd with SIGHUP, which containerd v2.2.9 does not handle (cmd/containerd/command/
+        main_unix.go handledSignals), so it exits and comes back with the new config."""
         from testbed.gpunode import config
         CONTAINERD_CONFIG.parent.mkdir(parents=True, exist_ok=True)
         CONTAINERD_CONFIG.write_text(config.containerd(restrict_oom_score_adj=True))
-        # as a site does it: the toolkit adds its runtime and makes it the default
-        sh("nvidia-ctk", "runtime", "configure", "--runtime=containerd", f"--config={CONTAINERD_CONFIG}",
-           "--set-as-default")
+        if nvidia_default:
+            sh("nvidia-ctk", "runtime", "configure", "--runtime=containerd", f"--config={CONTAINERD_CONFIG}",
+               "--set-as-default")
         Path(config.CNI_CONF).mkdir(parents=True, exist_ok=True)
         (Path(config.CNI_CONF) / "10-gpunode.conflist").write_text(config.cni_conflist())
+        self.start_containerd()
+        threading.Thread(target=self._keep_containerd, daemon=True).start()
+        self.mark("containerd up")
+
+    def start_containerd(self) -> None:
         self.sup.start("containerd", ["containerd", f"--config={CONTAINERD_CONFIG}"], env=self.env())
         self.wait("containerd to answer", lambda: "Server:" in sh("ctr", "version", timeout=10, check=False), 30)
-        self.mark("containerd up")
+
+    def _keep_containerd(self) -> None:
+        while not self.stopping.wait(0.5):
+            rc = self.sup.exited("containerd")
+            if rc is not None and not self.stopping.is_set():
+                self.restarts.append(round(time.monotonic() - self.t0, 1))
+                print(f"containerd exited (rc={rc}): restarting it as systemd would", flush=True)
+                try:
+                    self.start_containerd()
+                except Exception as exc:  # noqa: BLE001 - the waits downstream report a dead runtime
+                    print(f"containerd did not come back: {exc}", flush=True)
 
     @staticmethod
     def env(**extra: str) -> dict[str, str]:
@@ -196,21 +226,36 @@ class Node:
         return {"PATH": path, "HOME": "/root", **extra}
 
     # -- images --------------------------------------------------------------------------------
-    def images(self, objects: list[dict]) -> None:
+    def images(self, objects: list[dict], profile_path: Path, operator: bool = False) -> None:
+        """The images, under the references the manifests and the profile name; with
+        ``operator``, the GPU Operator's (its controller, validator, toolkit) besides."""
         from testbed.gpunode import images, oci
         work = STATE / "images"
         bins = ROOT / "bin"
         vectoradd = images.compile_vectoradd(HERE / "vectoradd.cu", work)
         self.mark("vectorAdd compiled with the machine's nvcc")
         from gpuconform import profile
-        prof = profile.load(PROFILE).profile   # the suite's own reading: the references it will run
+        prof = profile.load(profile_path).profile   # the suite's own reading: the references it will run
         deps = images.driver_dependencies(DRIVER_ROOT)
+        busybox = bins / "busybox"
         refs = {
             "pause": images.pause(bins / "pause"),
-            "busybox": images.busybox(prof.k8s_node.image, bins / "busybox"),
-            "device-plugin": images.device_plugin(images.chart_image(objects), bins, deps),
-            "vectoradd": images.vectoradd(prof.cluster.workloads.image, vectoradd, bins / "busybox", deps),
+            "busybox": images.busybox(prof.k8s_node.image, busybox),
+            "vectoradd": images.vectoradd(prof.cluster.workloads.image, vectoradd, busybox, deps),
         }
+        if operator:
+            from testbed.gpunode import operator_stack
+            op, module = ROOT / "operator" / "bin", ROOT / "operator" / "module"
+            ref = operator_stack.references(objects)
+            refs |= {
+                "device-plugin": images.device_plugin(ref["device-plugin"], bins, deps, busybox),
+                "operator": images.operator(ref["operator"], op / "gpu-operator", module),
+                "validator": images.validator(ref["validator"], op / "nvidia-validator", vectoradd,
+                                              module / "validator", busybox, deps),
+                "toolkit": images.toolkit(ref["toolkit"], bins, op, busybox),
+            }
+        else:
+            refs["device-plugin"] = images.device_plugin(images.chart_image(objects), bins, deps, busybox)
         for name, image in refs.items():
             archive = work / f"{name}.tar"
             oci.write_archive(image, archive)
@@ -218,11 +263,20 @@ class Node:
         self.mark("images imported: " + ", ".join(i.ref for i in refs.values()) + f"; driver needs {deps}")
 
     # -- control plane and kubelet ------------------------------------------------------------
-    def control_plane(self) -> None:
+    def control_plane(self, *, in_cluster: bool = False) -> None:
+        """etcd, the API server, controller-manager, scheduler, the kubelet. ``in_cluster``: pods
+        reach the API server as in-cluster clients do (the GPU Operator and its validator): at the
+        ``kubernetes`` Service's address, 10.96.0.1:443, which the kubelet puts in every
+        container's environment. With no kube-proxy (and no iptables on the VM), the node itself
+        holds that address on its loopback and the API server listens on port 443 of every
+        address; a pod's packets to it go through cni0, its gateway, to the node."""
         from testbed.cluster.controlplane import apiserver_argv, controller_manager_argv, scheduler_argv
         from testbed.cluster.pki import kubeconfig
         from testbed.gpunode import config
-        p = PORTS
+        p = dict(PORTS)
+        if in_cluster:
+            p["apiserver"] = 443
+            sh(str(ROOT / "bin" / "busybox"), "ip", "addr", "add", f"{SERVICE_IP}/32", "dev", "lo")
         pki = StagedPKI(ROOT / "pki")
         serving, kubelet_client, front_proxy = (pki.pair(n) for n in ("apiserver", "apiserver-kubelet-client",
                                                                         "front-proxy-client"))
@@ -242,8 +296,8 @@ class Node:
             "--initial-cluster-state=new", "--log-level=warn"], env=self.env())
         self.wait_http("etcd", f"{etcd_url}/health", b'"health":"true"', 30)
         self.sup.start("kube-apiserver", apiserver_argv(
-            "kube-apiserver", etcd_url, LOOPBACK, p["apiserver"], pki, serving, sa, kubelet_client, front_proxy),
-            env=self.env())
+            "kube-apiserver", etcd_url, LOOPBACK, p["apiserver"], pki, serving, sa, kubelet_client, front_proxy,
+            bind_address="0.0.0.0" if in_cluster else None), env=self.env())
         self.wait_http("kube-apiserver", f"{server}/readyz", b"ok", 60)
         self.sup.start("kube-controller-manager", controller_manager_argv(
             "kube-controller-manager", str(STATE / "kube-controller-manager.kubeconfig"), LOOPBACK,
@@ -315,12 +369,12 @@ class Node:
                 and "nvidia.com/gpu.product" in labels
         self.wait("allocatable nvidia.com/gpu and GFD's labels", ready, timeout)
 
-    def give_up_if_crashing(self, namespace: str) -> None:
-        """A container restarted twice will not come good by waiting: its last words instead."""
+    def give_up_if_crashing(self, namespace: str, restarts: int = 2) -> None:
+        """A container restarted this often will not come good by waiting: its last words instead."""
         from testbed.cluster.waiting import GiveUp
         for pod in self.core.list_namespaced_pod(namespace).items:
-            for st in pod.status.container_statuses or []:
-                if st.restart_count >= 2:
+            for st in (pod.status.init_container_statuses or []) + (pod.status.container_statuses or []):
+                if st.restart_count >= restarts:
                     log = self.core.read_namespaced_pod_log(pod.metadata.name, namespace, container=st.name,
                                                             previous=True, tail_lines=30)
                     raise GiveUp(f"{pod.metadata.name}/{st.name} restarted {st.restart_count} times; its log:\n{log}")
@@ -334,6 +388,71 @@ class Node:
             if exc.status != 409:
                 raise
 
+    # -- NVIDIA's GPU Operator (part 3) -----------------------------------------------------------
+    @staticmethod
+    def shared_mounts() -> None:
+        """``mount --make-rshared /``, as systemd leaves a host: the operands' Bidirectional
+        mounts (/run/nvidia/validations) need a shared mount under them, else the kubelet refuses
+        the container. The mount(2) call through libc: the VM has no mount binary to rely on."""
+        import ctypes
+        ms_rec, ms_shared = 0x4000, 1 << 20
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.mount(None, b"/", None, ms_rec | ms_shared, None) != 0:
+            raise NodeError(f"mount --make-rshared /: {os.strerror(ctypes.get_errno())}")
+
+    def driver_program_on_path(self) -> None:
+        """The driver's nvidia-smi where a host install has it (operator_stack's docstring says
+        why): bound over the lent VM's /usr/bin/nvidia-smi script for this run, unbound at its
+        end (:meth:`undo`)."""
+        import ctypes
+        ms_bind = 0x1000
+        target, real = b"/usr/bin/nvidia-smi", f"{DRIVER_ROOT}/bin/nvidia-smi".encode()
+        if not Path(real.decode()).is_file():
+            raise NodeError(f"{real.decode()}: no such program on this machine")
+        libc = ctypes.CDLL(None, use_errno=True)
+        if not Path(target.decode()).exists():
+            Path(target.decode()).touch()
+        if libc.mount(real, target, None, ms_bind, None) != 0:
+            raise NodeError(f"mount --bind {real.decode()} {target.decode()}: {os.strerror(ctypes.get_errno())}")
+        self.undo.append(lambda: libc.umount2(target, 2))   # MNT_DETACH
+        self.mark(f"{real.decode()} bound over {target.decode()}")
+
+    def gpu_operator(self, objects: list[dict], timeout: float = 300) -> None:
+        """The chart's objects as ``helm install`` creates them (CRDs first), then NVIDIA's
+        controller, running in its pod, deploys the operands. Done when the controller says so AND
+        the node shows it: ClusterPolicy ``state: ready`` alone proves nothing (the controller
+        writes it with no GPU node, controllers/clusterpolicy_controller.go), so every operand
+        DaemonSet must have its pod available, the GPU be allocatable and GFD's labels be there."""
+        from kubernetes import client, dynamic
+        from testbed.gpunode import operator_stack
+        from testbed.gpuoperator.operator import apply
+        self.namespace(operator_stack.NAMESPACE, privileged=True)
+        apply(self.api, objects, namespace=operator_stack.NAMESPACE)
+        self.mark("GPU Operator chart applied")
+        apps = client.AppsV1Api(self.api)
+        policies = dynamic.DynamicClient(self.api).resources.get(api_version="nvidia.com/v1", kind="ClusterPolicy")
+        self.operator_seen: dict = {}
+
+        def ready() -> bool:
+            self.sup.give_up_if_exited("nfd-master", "nfd-worker", "kubelet")
+            self.give_up_if_crashing(operator_stack.NAMESPACE, restarts=4)
+            policy = policies.get(name="cluster-policy").to_dict()
+            status = policy.get("status") or {}
+            sets = {d.metadata.name: (d.status.number_available or 0, d.status.desired_number_scheduled or 0)
+                    for d in apps.list_namespaced_daemon_set(operator_stack.NAMESPACE).items}
+            node = self.core.read_node(NODE)
+            self.operator_seen = {"state": status.get("state"), "conditions": status.get("conditions"),
+                                  "daemonsets": sets, "allocatable_gpu": (node.status.allocatable or {}).get("nvidia.com/gpu")}
+            return (status.get("state") == "ready"
+                    and all(sets.get(name, (0, 0))[0] >= 1 for name in operator_stack.OPERANDS)
+                    and self.operator_seen["allocatable_gpu"] not in (None, "0")
+                    and "nvidia.com/gpu.product" in (node.metadata.labels or {}))
+        try:
+            self.wait("ClusterPolicy ready with every operand available", ready, timeout)
+        finally:
+            print(f"operator state seen last: {json.dumps(self.operator_seen, default=str)}", flush=True)
+        self.mark("GPU Operator ready: " + json.dumps(self.operator_seen["daemonsets"]))
+
     # -- the suite -----------------------------------------------------------------------------
     def suite(self, name: str, marker: str, failing: tuple[str, ...] = (), blocked: tuple[str, ...] = ()) -> dict:
         """One suite run; as expected when it is ACCEPTED with no ``failing`` checks named, or
@@ -344,7 +463,7 @@ class Node:
         # pytest started outside the checkout, importing the checks in importlib mode
         env = self.env(PYTHONPATH=f"{SUITE}:{ROOT / 'site'}", PYTHONDONTWRITEBYTECODE="1")
         argv = [sys.executable, "-m", "pytest", f"--rootdir={REPO}", f"--config-file={REPO / 'pyproject.toml'}",
-                "--import-mode=importlib", "-m", marker, f"--profile={PROFILE}",
+                "--import-mode=importlib", "-m", marker, f"--profile={self.profile}",
                 f"--kubeconfig={self.kubeconfig}", f"--report-dir={reports}", f"--report-name={name}", "-p", "no:cacheprovider"]
         if "node" in marker:
             argv.append(f"--hosts=k8s-node://{NODE}")
@@ -411,24 +530,29 @@ class Node:
     def collect(self) -> None:
         """Reports, logs and the configs the node ran with, into $OUT (one archive + a summary)."""
         self.out.mkdir(parents=True, exist_ok=True)
-        summary = {"node": NODE, "timings_s": self.timings, "runs": self.runs,
+        summary = {"node": NODE, "timings_s": self.timings, "runs": self.runs, "containerd_restarts_at_s": self.restarts,
+                   "operator_seen": getattr(self, "operator_seen", None),
                    "versions": json.loads((ROOT / "versions.json").read_text()) if (ROOT / "versions.json").exists() else {},
                    "machine": machine_facts()}
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
         with tarfile.open(self.out / "gpunode-run.tar.gz", "w:gz") as tar:
             for path in (STATE / "reports", STATE / "logs", STATE / "kubelet.json", STATE / "nfd-worker.conf",
                          STATE / "nfd-master.conf", CONTAINERD_CONFIG, Path("/etc/containerd/conf.d"),
-                         TOOLKIT_CONFIG, CDI_SPEC, ROOT / "chart", Path("/var/log/pods"), Path(RUNTIME_LOG)):
+                         TOOLKIT_CONFIG, Path("/var/run/cdi"), Path("/etc/cdi"), ROOT / "chart", ROOT / "operator" / "objects.yaml",
+                         Path("/var/log/pods"), Path(RUNTIME_LOG), Path("/run/nvidia/validations"),
+                         Path("/usr/local/nvidia-toolkit/toolkit/.config")):
                 if path.exists():
                     tar.add(path, arcname=str(path).lstrip("/"))
-            try:
-                node = self.api.sanitize_for_serialization(self.core.read_node(NODE))
-                blob = yaml.safe_dump(node).encode()
-                info = tarfile.TarInfo("node.yaml")
+            for name, read in (("node.yaml", lambda: self.core.read_node(NODE)),
+                               ("pods.yaml", lambda: self.core.list_pod_for_all_namespaces()),
+                               ("events.yaml", lambda: self.core.list_event_for_all_namespaces())):
+                try:
+                    blob = yaml.safe_dump(self.api.sanitize_for_serialization(read())).encode()
+                except Exception:  # noqa: BLE001 - the API may be gone when bring-up failed
+                    continue
+                info = tarfile.TarInfo(name)
                 info.size = len(blob)
                 tar.addfile(info, io.BytesIO(blob))
-            except Exception:  # noqa: BLE001 - the API may be gone when bring-up failed
-                pass
 
 
 def verdicts(reports: Path) -> dict:
@@ -458,32 +582,47 @@ def _deadline(signum, frame) -> None:
     raise NodeError(f"signal {signum}: the device command's deadline came first")
 
 
-def run(payload: Path, out: Path, *, faults: bool = True) -> int:
+def run(payload: Path, out: Path, *, faults: bool = True, operator_payload: Path | None = None) -> int:
+    """Part 2 (and 4): the device plugin stack from its chart, then the faults. With
+    ``operator_payload``, part 3 instead: the GPU Operator deploys the stack."""
     # `timeout -s TERM` around the device command: the reports and logs are still packed into $OUT
     signal.signal(signal.SIGTERM, _deadline)
     t0 = time.monotonic()
-    unpack(payload)
+    operator = operator_payload is not None
+    unpack(payload, *([operator_payload] if operator else []))
     install()
     install_suite()
-    objects = [d for d in yaml.safe_load_all((ROOT / "chart" / "objects.yaml").read_text()) if d]
+    chart = ROOT / ("operator" if operator else "chart") / "objects.yaml"
+    objects = [d for d in yaml.safe_load_all(chart.read_text()) if d]
     shutil.rmtree(STATE, ignore_errors=True)
     STATE.mkdir(parents=True)
-    node = Node(out)
+    node = Node(out, OPERATOR_PROFILE if operator else PROFILE)
     node.mark(f"payload unpacked and installed ({time.monotonic() - t0:.1f}s)")
     try:
-        node.toolkit()
-        node.containerd()
-        node.images(objects)
-        node.control_plane()
+        if operator:
+            node.shared_mounts()
+            node.driver_program_on_path()
+            node.containerd(nvidia_default=False)
+        else:
+            node.toolkit()
+            node.containerd()
+        node.images(objects, node.profile, operator=operator)
+        node.control_plane(in_cluster=operator)
         node.feature_discovery()
-        node.device_plugin(objects)
+        if operator:
+            node.gpu_operator(objects)
+        else:
+            node.device_plugin(objects)
         node.suite("healthy", "node or cluster")
-        if faults:
+        if faults and not operator:
             node.faults(objects)
         return 0 if all(r["as_expected"] for r in node.runs) else 1
     except Exception as exc:  # noqa: BLE001 - whatever broke is reported with the logs
         node.mark(f"bring-up failed: {type(exc).__name__}: {exc}")
         return 1
     finally:
+        node.stopping.set()
         node.collect()
         node.sup.stop_all(timeout=10)
+        for undo in reversed(node.undo):
+            undo()

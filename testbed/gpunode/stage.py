@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 STAGE = REPO / ".gpunode"
 PAYLOAD = STAGE / "payload.tar.xz"
+OPERATOR_PAYLOAD = STAGE / "operator.tar.xz"
 CARRY_LIMIT = 64 * 1024 * 1024   # the device call's: the payload and the working tree together
 #: the GPU machine's Python (Ubuntu 24.04): the packages are fetched for it, not for this one
 TARGET_PYTHON = "3.12"
@@ -147,15 +148,77 @@ def stage(out: Path = PAYLOAD) -> dict:
                 info.size, info.mode = len(blob), 0o644
                 tar.addfile(info, io.BytesIO(blob))
         raw_size = raw.stat().st_size
-        # one solid stream with a dictionary as large as the binaries (they share much code), and
-        # xz's x86 branch filter first: most of the payload is x86-64 machine code (about 5 % less)
-        with open(out, "wb") as f:
-            subprocess.run(["xz", "-T1", "--x86", "--lzma2=preset=9e,dict=256MiB", "-c", str(raw)], stdout=f,
-                           check=True, timeout=1800)
+        _xz(raw, out)
     size = out.stat().st_size
     return {"payload": str(out), "raw_bytes": raw_size, "xz_bytes": size, "not_carried": pruned,
             "tree_bytes": (tree := working_tree_bytes()), "seconds": round(time.monotonic() - t0, 1),
             "under_carry_limit": size + tree < CARRY_LIMIT}
+
+
+def _xz(raw: Path, out: Path) -> None:
+    """One solid stream with a dictionary as large as the binaries (they share much code), and
+    xz's x86 branch filter first: most of the payload is x86-64 machine code (about 5 % less)."""
+    with open(out, "wb") as f:
+        subprocess.run(["xz", "-T1", "--x86", "--lzma2=preset=9e,dict=256MiB", "-c", str(raw)], stdout=f,
+                       check=True, timeout=1800)
+
+
+def _add_text(tar: tarfile.TarFile, name: str, text: str) -> None:
+    blob = text.encode()
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = len(blob), 0o644
+    tar.addfile(info, io.BytesIO(blob))
+
+
+def operator_bin_dir(*, allow_build: bool = True) -> Path:
+    return cached(HERE / "build-operator.sh", OPERATOR_BINARIES, "gpunode-operator-bins", allow_build=allow_build)
+
+
+#: build-operator.sh's programs and stand-ins (the controller is the cluster bed's)
+OPERATOR_BINARIES = ("nvidia-validator", "nvidia-ctk-installer", "nvidia-container-runtime-hook",
+                     "nvidia-container-runtime.cdi", "nvidia-container-runtime.legacy", "nvidia-container-cli",
+                     "libnvidia-container.so.1", "libnvidia-container-go.so.1")
+
+
+def operator_versions() -> dict[str, str]:
+    from testbed.gpuoperator import binaries as op_binaries
+    return {**versions(), **op_binaries.versions()}
+
+
+def render_operator() -> list[dict]:
+    """The GPU Operator's chart rendered by Helm with the node's values (operator_stack.values)."""
+    from testbed.gpuoperator import operator as op
+    from testbed.gpunode import operator_stack
+    return op.render(operator_stack.values(operator_versions()))
+
+
+def stage_operator(out: Path = OPERATOR_PAYLOAD) -> dict:
+    """``.gpunode/operator.tar.xz``: what part 3 adds to the node's payload -- the controller, the
+    operands' programs, the operator module's assets and validator manifests, the chart rendered
+    by Helm. It travels in its own device call (the two together pass the call's 64 MiB): the
+    node's payload stays on the warm machine from the call before."""
+    from testbed.gpuoperator import binaries as op_binaries
+    t0 = time.monotonic()
+    op_bins = operator_bin_dir()
+    controller = op_binaries.bin_dir()
+    module = op_binaries.module_dir()
+    objects = render_operator()
+    with tempfile.TemporaryDirectory(prefix="gpunode-operator-") as tmp:
+        raw = Path(tmp) / "operator.tar"
+        with tarfile.open(raw, "w") as tar:
+            tar.add(controller / "gpu-operator", "operator/bin/gpu-operator")
+            for name in OPERATOR_BINARIES:
+                tar.add(op_bins / name, f"operator/bin/{name}")
+            for folder in ("assets", "manifests", "validator"):
+                tar.add(module / folder, f"operator/module/{folder}")
+            _add_text(tar, "operator/objects.yaml", yaml.safe_dump_all(objects, sort_keys=False))
+            _add_text(tar, "operator/versions.json", json.dumps(operator_versions(), indent=2, sort_keys=True))
+        raw_size = raw.stat().st_size
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _xz(raw, out)
+    size = out.stat().st_size
+    return {"payload": str(out), "raw_bytes": raw_size, "xz_bytes": size, "tree_bytes": (tree := working_tree_bytes()),
+            "seconds": round(time.monotonic() - t0, 1), "under_carry_limit": size + tree < CARRY_LIMIT}
 
 
 def working_tree_bytes() -> int:
