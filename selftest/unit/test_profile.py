@@ -150,3 +150,34 @@ def test_the_enum_table_is_the_operators_crd():
             walk(sub, [*path, key])
     walk(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"], [])
     assert found == catalogs.CLUSTER_POLICY_ENUMS
+
+
+
+@pytest.mark.parametrize("where, says", [
+    ("mig_configs:\n      - {match: [w-1], config: all-1g.10gbb}",
+     "cluster.gpu_workers: Value error, mig_configs.0.config: 'all-1g.10gbb' is not a mig-parted config of "
+     "NVIDIA-H100-80GB-HBM3 (known: all-1g.10gb, "),
+    ("default_mig_config: all-balancd", "default_mig_config: 'all-balancd' is not a mig-parted config"),
+    ("mig_configs: []\n  mig_reconfigure: {to: all-3g.40gbb}",
+     "cluster: Value error, mig_reconfigure.to: 'all-3g.40gbb' is not a mig-parted config"),
+])
+def test_a_mig_config_name_the_catalog_does_not_know_is_refused_at_load(tmp_path, where, says):
+    """A MIG config name is one of the GPU Operator's default configs for the profile's GPU (the
+    MIG catalog) or one the profile declares as the site's own (issue #25)."""
+    text = f"name: t\ncluster:\n  gpu_workers:\n    {where}\n"
+    with pytest.raises(profile.ProfileError) as err:
+        profile.load(write(tmp_path, text))
+    assert says in str(err.value), str(err.value)
+    own = text.replace("gpu_workers:\n", "gpu_workers:\n    custom_mig_configs: [all-1g.10gbb, all-balancd, "
+                                         "all-3g.40gbb]\n")
+    assert profile.load(write(tmp_path, own))
+
+
+def test_spec_is_merged_over_the_defaults(tmp_path):
+    """Setting cluster.gpu_operator.spec keeps the defaults it does not name; null drops one (issue #25)."""
+    from gpuconform.profile.catalogs import ARTICLE_CLUSTER_POLICY
+    lp = profile.load(write(tmp_path, "name: t\ncluster:\n  gpu_operator:\n    spec: {mig.strategy: single, "
+                                      "vfioManager.enabled: null, migManager.enabled: false}\n"))
+    want = {**ARTICLE_CLUSTER_POLICY, "mig.strategy": "single", "migManager.enabled": False}
+    del want["vfioManager.enabled"]
+    assert lp.profile.cluster.gpu_operator.spec == want
