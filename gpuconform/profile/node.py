@@ -17,6 +17,8 @@ from gpuconform.profile._base import Pattern, Strict
 HostPath = Annotated[str, StringConstraints(pattern=r"^/[^\s]*$")]
 #: A systemd unit name (systemctl show takes it as one word).
 UnitName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9@_.:\\-]+\.(service|socket|target)$")]
+#: An OS release as VERSION_ID writes it (8, 8.0, 22.04, 15.6): numbers and dots.
+OsVersion = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)*$")]
 #: A sysctl key as /proc/sys names it with dots (net.core.bpf_jit_harden).
 SysctlKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")]
 
@@ -100,6 +102,10 @@ class ContainerRuntime(Strict):
                     "'runtime-class': pods choose RuntimeClass `nvidia`, runc stays the default; 'cdi': containerd "
                     "injects them from CDI specs (enable_cdi on, an NVIDIA spec under its cdi_spec_dirs; the GPU "
                     "Operator from v25.10, where `nvidia` is not the default)")
+    config_version: Literal[1, 2, 3] | None = Field(
+        None, description="version of the containerd config the engine runs (`version = N` in "
+                          "/etc/containerd/config.toml, as `containerd config dump` shows it): 2 for containerd 1.x, "
+                          "3 for containerd 2.x (which migrates older files when it loads them); null: not checked")
 
 
 class SysctlRule(Strict):
@@ -149,6 +155,10 @@ class Health(Strict):
 class NodeExpectations(Strict):
     os_family: Literal["rhel", "debian", "suse", "any"] = Field(
         "any", description="OS family of /etc/os-release (ID, ID_LIKE): rhel, debian or suse; 'any': not checked")
+    os_version: OsVersion | None = Field(
+        None, description="release of the OS, matched with VERSION_ID of /etc/os-release: the release itself or one "
+                          "of its point releases ('8' accepts 8, 8.0 and 8.10; '8.0' accepts 8.0 only, '22.04' accepts "
+                          "22.04); null: not checked")
     kernel: Kernel = Field(Kernel(), description="kernel command line and headers")
     signing: Signing = Field(Signing(), description="module signature enforcement and lockdown")
     driver: Driver = Field(..., description="the NVIDIA driver")
@@ -159,6 +169,13 @@ class NodeExpectations(Strict):
         default_factory=dict, description="kernel tunables by key, each with eq/min/max bounds")
     mig: Mig = Field(Mig(), description="MIG mode")
     health: Health = Field(Health(), description="GPU health signals")
+
+    @field_validator("os_version", mode="before")
+    @classmethod
+    def _quoted(cls, v):
+        if isinstance(v, (int, float)):
+            raise ValueError(f"an OS release in quotes, like \"{v}\" (YAML read {v} as a number)")
+        return v
 
 
 # -- groups: partial sections laid over the node section -----------------------------------------

@@ -152,6 +152,24 @@ def test_the_enum_table_is_the_operators_crd():
     assert found == catalogs.CLUSTER_POLICY_ENUMS
 
 
+def test_os_release_and_containerd_config_version_are_profile_fields(tmp_path):
+    """A site says its OS release and containerd config version (no 'unknown field'); a release YAML
+    reads as a number is refused, said as the author wrote it (issue #25)."""
+    lp = profile.load(write(tmp_path, GOOD.replace("node:\n", "node:\n  os_version: '8'\n"
+                                                   "  container_runtime: {config_version: 3}\n", 1)))
+    assert (lp.node_for("gpu-1").os_version, lp.node_for("gpu-1").container_runtime.config_version) == ("8", 3)
+    with pytest.raises(profile.ProfileError) as err:
+        profile.load(write(tmp_path, GOOD.replace("node:\n", "node:\n  os_version: 22.04\n"
+                                                  "  container_runtime: {config_version: 4}\n", 1)))
+    assert 'node.os_version: Value error, an OS release in quotes, like "22.04"' in str(err.value)
+    assert "node.container_runtime.config_version: Input should be 1, 2 or 3, got 4" in str(err.value)
+
+
+def test_version_id_matches_the_release_and_its_point_releases():
+    from gpuconform.parsers.kernel import os_version_matches
+    assert [os_version_matches(v, "8") for v in ("8", "8.0", "8.10", "80", "7.3")] == [True, True, True, False, False]
+    assert [os_version_matches(v, "8.0") for v in ("8.0", "8.0.1", "8.1")] == [True, True, False]
+
 
 @pytest.mark.parametrize("where, says", [
     ("mig_configs:\n      - {match: [w-1], config: all-1g.10gbb}",
