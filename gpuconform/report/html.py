@@ -191,6 +191,9 @@ def drift_block(doc: dict) -> str:
             f'<span class="gc-mono">{d["baseline_sha256"][:16]}…</span>)'
             + ('' if d["baseline_verdict"] == "ACCEPTED" else
                ': <b>not an accepted run</b>, compared because of --force-baseline')
+            + ('' if d.get("baseline_profile") in ("", None, doc["fingerprint"]["profile"]) else
+               f': <b>a run of another profile ({escape(d["baseline_profile"])})</b>, compared because of '
+               f'--force-baseline')
             + f'.</p>{body}</div>')
 
 
