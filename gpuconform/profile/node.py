@@ -23,6 +23,16 @@ OsVersion = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)*$")]
 SysctlKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")]
 
 
+def _in_quotes(what: str):
+    """A before-validator of a version field: YAML reads 580.95 or 8.10 as a number (and 8.10 as
+    8.1), so a number is refused, said as the author wrote it."""
+    def check(cls, v):
+        if isinstance(v, (int, float)):
+            raise ValueError(f"{what} in quotes, like \"{v}\" (YAML read {v} as a number)")
+        return v
+    return check
+
+
 class Kernel(Strict):
     cmdline_required: tuple[str, ...] = Field(
         (), description="parameters that must be on /proc/cmdline, as `key=value` or `key`")
@@ -49,12 +59,7 @@ class Driver(Strict):
     blacklist_nouveau: bool = Field(
         True, description="nouveau must be blacklisted in modprobe.d and absent from the initramfs")
 
-    @field_validator("version", mode="before")
-    @classmethod
-    def _quoted(cls, v):
-        if isinstance(v, (int, float)):
-            raise ValueError(f"a driver version in quotes, like \"{v}\" (YAML read {v} as a number)")
-        return v
+    _quoted = field_validator("version", mode="before")(_in_quotes("a driver version"))
 
     @field_validator("version")
     @classmethod
@@ -170,12 +175,7 @@ class NodeExpectations(Strict):
     mig: Mig = Field(Mig(), description="MIG mode")
     health: Health = Field(Health(), description="GPU health signals")
 
-    @field_validator("os_version", mode="before")
-    @classmethod
-    def _quoted(cls, v):
-        if isinstance(v, (int, float)):
-            raise ValueError(f"an OS release in quotes, like \"{v}\" (YAML read {v} as a number)")
-        return v
+    _quoted = field_validator("os_version", mode="before")(_in_quotes("an OS release"))
 
 
 # -- groups: partial sections laid over the node section -----------------------------------------
