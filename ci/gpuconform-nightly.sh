@@ -14,9 +14,10 @@
 #   GPUCONFORM_HOSTS         --hosts for the node checks (default: the profile's hosts:)
 #   GPUCONFORM_KUBECONFIG    kubeconfig (default: $KUBECONFIG, else the in-cluster ServiceAccount,
 #                            else ~/.kube/config: gpuconform/cluster/connect.py)
-#   GPUCONFORM_BASELINE      the last accepted run's JSON (default: <report dir>/baseline.json);
+#   GPUCONFORM_BASELINE      the last accepted run's JSON (default: <report dir>/baseline-<profile
+#                            name>.json: one baseline per profile, keyed by its `name:`);
 #                            missing or empty: no baseline (the first run)
-#   GPUCONFORM_BASELINE_OUT  where an accepted run's JSON is kept (default: <report dir>/baseline.json)
+#   GPUCONFORM_BASELINE_OUT  where an accepted run's JSON is kept (default: the same file)
 #   GPUCONFORM_ARGS          more pytest arguments (split on blanks)
 #   GPUCONFORM_PYTHON        the Python that has gpuconform installed (default: python3)
 #   GPUCONFORM_SUITE_DIR     the folder with tests/ and conftest.py (default: this script's
@@ -62,8 +63,14 @@ then
 fi
 mkdir -p "$reports" || die "GPUCONFORM_REPORT_DIR=$reports cannot be created"
 reports=$(cd "$reports" && pwd)
-baseline=$(absolute "${GPUCONFORM_BASELINE:-$reports/baseline.json}")
-baseline_out=$(absolute "${GPUCONFORM_BASELINE_OUT:-$reports/baseline.json}")
+# One baseline per profile (its name: field; the file name when it cannot be read, the suite then
+# says why): two profiles sharing a report folder never compare with each other's runs.
+key=$(cd "$suite" && "$python" -c 'import sys; from gpuconform.profile import load; print(load(sys.argv[1]).name)' \
+  "$profile" 2>/dev/null) || key=
+[ -n "$key" ] || { key=$(basename "$profile"); key=${key%.*}; }
+key=$(printf '%s' "$key" | tr -c 'A-Za-z0-9._-' '_')
+baseline=$(absolute "${GPUCONFORM_BASELINE:-$reports/baseline-$key.json}")
+baseline_out=$(absolute "${GPUCONFORM_BASELINE_OUT:-$reports/baseline-$key.json}")
 name=$(basename "$profile"); name=${name%.*}-$(date -u +%Y%m%dT%H%M%SZ)
 json="$reports/$name.json"
 junit="$reports/junit-$name.xml"

@@ -111,6 +111,12 @@ def os_family(release: dict[str, str]) -> str | None:
     return None
 
 
+def os_version_matches(version_id: str, wanted: str) -> bool:
+    """Whether VERSION_ID ``version_id`` is release ``wanted`` or one of its point releases
+    ('8' takes 8, 8.0 and 8.10, not 80; '8.0' takes 8.0 only)."""
+    return version_id == wanted or version_id.startswith(wanted + ".")
+
+
 @dataclasses.dataclass(frozen=True)
 class InitramfsListing:
     """What the probe's initramfs step found: the lister used (lsinitrd, lsinitramfs, or none on

@@ -165,7 +165,7 @@ class Hooks:
             self.profile = profile_mod.load(path)
             self.waivers = waivers_mod.load(opt.gpuconform_waivers) if opt.gpuconform_waivers else ()
             baseline, fail_on_drift = drift_mod.options(opt.gpuconform_baseline, opt.gpuconform_fail_on_drift,
-                                                        opt.gpuconform_force_baseline)
+                                                        opt.gpuconform_force_baseline, self.profile.name)
         except (profile_mod.ProfileError, waivers_mod.WaiverError, drift_mod.BaselineError) as exc:
             raise pytest.UsageError(str(exc)) from None
         inputs.kubeconfig(opt.gpuconform_kubeconfig, opt.gpuconform_context, os.environ.get("KUBECONFIG"))
@@ -439,9 +439,8 @@ class Hooks:
             why = f" ({'; '.join(v['reasons'])})" if v["reasons"] else ""
             terminalreporter.write_line(f"gpuconform: {v['word']}{why}")
             drift = self.run.doc.get("drift")
-            if drift and drift["baseline_verdict"] != "ACCEPTED":
-                terminalreporter.write_line(f"gpuconform: compared with a {drift['baseline_verdict']} run as baseline "
-                                            f"(--force-baseline)", yellow=True)
+            for note in drift_mod.forced_notes(drift, self.run.doc["fingerprint"]["profile"]) if drift else ():
+                terminalreporter.write_line(f"gpuconform: compared with {note} (--force-baseline)", yellow=True)
             for line in terminal.remediation_lines(self.run.doc):
                 terminalreporter.write_line(line)
             if getattr(self, "fallback_note", None):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import fnmatch
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from gpuconform.mig import catalog as mig_catalog
 from gpuconform.profile import catalogs
 from gpuconform.profile._base import Pattern, Strict
 
@@ -58,9 +59,21 @@ class GpuOperator(Strict):
     cluster_policy: str = Field("cluster-policy", description="name of the ClusterPolicy (the Helm chart's)")
     spec: dict[str, Any] = Field(
         default_factory=lambda: dict(catalogs.ARTICLE_CLUSTER_POLICY),
-        description="ClusterPolicy spec values, by dotted path (the article's Helm values), compared with what "
-                    "the operator acts on: an unset value counts as the operator's default "
-                    "(gpuconform/cluster/operator.py OPERATOR_DEFAULTS)")
+        description="ClusterPolicy spec values, by dotted path, compared with what the operator acts on (an unset "
+                    "value counts as the operator's default: gpuconform/cluster/operator.py OPERATOR_DEFAULTS). "
+                    "What a profile writes here is merged over the defaults, the article's Helm values "
+                    "(driver.enabled, vgpuDeviceManager.enabled, vfioManager.enabled, sandboxDevicePlugin.enabled: "
+                    "false; mig.strategy: mixed): a path set replaces that default, a path set to null is not "
+                    "checked, every other default stays")
+
+    @field_validator("spec", mode="before")
+    @classmethod
+    def _over_the_defaults(cls, spec: Any) -> Any:
+        """``spec: {mig.strategy: single}`` keeps the other defaults; ``path: null`` drops one."""
+        if not isinstance(spec, dict):
+            return spec
+        merged = {**catalogs.ARTICLE_CLUSTER_POLICY, **spec}
+        return {path: value for path, value in merged.items() if value is not None}
 
     @field_validator("spec")
     @classmethod
@@ -117,7 +130,39 @@ class GpuWorkers(Strict):
         (), description="nvidia.com/mig.config per node, first match wins")
     default_mig_config: str | None = Field(
         None, description="config of nodes no assignment matches; null: any (not checked)")
+    custom_mig_configs: tuple[str, ...] = Field(
+        (), description="config names the site added to its mig-parted ConfigMap: a config name in this profile must "
+                        "be one of the GPU Operator's default configs for `product` (the MIG catalog: all-disabled, "
+                        "all-enabled, all-<profile>, all-balanced) or one of these")
     sharing: Sharing = Field(Sharing(), description="how the GPUs are shared (MIG strategy, time-slicing, MPS)")
+
+    def known_mig_configs(self) -> tuple[str, ...]:
+        """The mig-parted config names this profile may assign: the catalog's for ``product`` (of
+        every model the catalog knows when it does not know that one) and the site's own."""
+        try:
+            models = [mig_catalog.gpu_model(self.product)]
+        except mig_catalog.UnknownGpuModel:
+            models = list(mig_catalog.KNOWN_GPU_MODELS.values())
+        names = {name for m in models for name in m.configs}
+        return tuple(sorted(names)) + tuple(n for n in self.custom_mig_configs if n not in names)
+
+    def unknown_mig_config(self, name: str | None) -> str | None:
+        """Why ``name`` is not a config this profile may assign (a typo), or None."""
+        known = self.known_mig_configs()
+        if name is None or name in known:
+            return None
+        return (f"{name!r} is not a mig-parted config of {self.product} (known: {', '.join(known)}); a config of the "
+                f"site's own mig-parted ConfigMap goes in cluster.gpu_workers.custom_mig_configs too")
+
+    @model_validator(mode="after")
+    def _mig_config_names(self) -> "GpuWorkers":
+        bad = [f"mig_configs.{i}.config: {why}" for i, a in enumerate(self.mig_configs)
+               if (why := self.unknown_mig_config(a.config))]
+        if why := self.unknown_mig_config(self.default_mig_config):
+            bad.append(f"default_mig_config: {why}")
+        if bad:
+            raise ValueError("; ".join(bad))
+        return self
 
     def mig_config_for(self, node: str) -> str | None:
         for a in self.mig_configs:
@@ -162,5 +207,11 @@ class ClusterExpectations(Strict):
     workloads: Workloads = Field(Workloads(), description="the test pods the cluster checks run")
     mig_reconfigure: MigReconfigure = Field(MigReconfigure(), description="the disruptive MIG relabel check")
     timeouts: ClusterTimeouts = Field(ClusterTimeouts(), description="deadlines of the cluster layer")
+
+    @model_validator(mode="after")
+    def _mig_reconfigure_target(self) -> "ClusterExpectations":
+        if why := self.gpu_workers.unknown_mig_config(self.mig_reconfigure.to):
+            raise ValueError(f"mig_reconfigure.to: {why}")
+        return self
 
 

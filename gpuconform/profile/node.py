@@ -17,8 +17,20 @@ from gpuconform.profile._base import Pattern, Strict
 HostPath = Annotated[str, StringConstraints(pattern=r"^/[^\s]*$")]
 #: A systemd unit name (systemctl show takes it as one word).
 UnitName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9@_.:\\-]+\.(service|socket|target)$")]
+#: An OS release as VERSION_ID writes it (8, 8.0, 22.04, 15.6): numbers and dots.
+OsVersion = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)*$")]
 #: A sysctl key as /proc/sys names it with dots (net.core.bpf_jit_harden).
 SysctlKey = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)+$")]
+
+
+def _in_quotes(what: str):
+    """A before-validator of a version field: YAML reads 580.95 or 8.10 as a number (and 8.10 as
+    8.1), so a number is refused, said as the author wrote it."""
+    def check(cls, v):
+        if isinstance(v, (int, float)):
+            raise ValueError(f"{what} in quotes, like \"{v}\" (YAML read {v} as a number)")
+        return v
+    return check
 
 
 class Kernel(Strict):
@@ -47,12 +59,7 @@ class Driver(Strict):
     blacklist_nouveau: bool = Field(
         True, description="nouveau must be blacklisted in modprobe.d and absent from the initramfs")
 
-    @field_validator("version", mode="before")
-    @classmethod
-    def _quoted(cls, v):
-        if isinstance(v, (int, float)):
-            raise ValueError(f"a driver version in quotes, like \"{v}\" (YAML read {v} as a number)")
-        return v
+    _quoted = field_validator("version", mode="before")(_in_quotes("a driver version"))
 
     @field_validator("version")
     @classmethod
@@ -100,6 +107,10 @@ class ContainerRuntime(Strict):
                     "'runtime-class': pods choose RuntimeClass `nvidia`, runc stays the default; 'cdi': containerd "
                     "injects them from CDI specs (enable_cdi on, an NVIDIA spec under its cdi_spec_dirs; the GPU "
                     "Operator from v25.10, where `nvidia` is not the default)")
+    config_version: Literal[1, 2, 3] | None = Field(
+        None, description="version of the containerd config the engine runs (`version = N` in "
+                          "/etc/containerd/config.toml, as `containerd config dump` shows it): 2 for containerd 1.x, "
+                          "3 for containerd 2.x (which migrates older files when it loads them); null: not checked")
 
 
 class SysctlRule(Strict):
@@ -149,6 +160,10 @@ class Health(Strict):
 class NodeExpectations(Strict):
     os_family: Literal["rhel", "debian", "suse", "any"] = Field(
         "any", description="OS family of /etc/os-release (ID, ID_LIKE): rhel, debian or suse; 'any': not checked")
+    os_version: OsVersion | None = Field(
+        None, description="release of the OS, matched with VERSION_ID of /etc/os-release: the release itself or one "
+                          "of its point releases ('8' accepts 8, 8.0 and 8.10; '8.0' accepts 8.0 only, '22.04' accepts "
+                          "22.04); null: not checked")
     kernel: Kernel = Field(Kernel(), description="kernel command line and headers")
     signing: Signing = Field(Signing(), description="module signature enforcement and lockdown")
     driver: Driver = Field(..., description="the NVIDIA driver")
@@ -159,6 +174,8 @@ class NodeExpectations(Strict):
         default_factory=dict, description="kernel tunables by key, each with eq/min/max bounds")
     mig: Mig = Field(Mig(), description="MIG mode")
     health: Health = Field(Health(), description="GPU health signals")
+
+    _quoted = field_validator("os_version", mode="before")(_in_quotes("an OS release"))
 
 
 # -- groups: partial sections laid over the node section -----------------------------------------

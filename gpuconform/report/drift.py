@@ -46,9 +46,10 @@ def fail_on_kinds(text: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(kinds))
 
 
-def load_baseline(path: str, force: bool = False) -> tuple[dict, str]:
+def load_baseline(path: str, force: bool = False, profile: str | None = None) -> tuple[dict, str]:
     """(the baseline document, sha256 of its file); BaselineError naming the file otherwise, and
-    for a run that was not ACCEPTED unless ``force`` (--force-baseline)."""
+    for a run that was not ACCEPTED or judged another profile than ``profile`` (a baseline is
+    keyed by the profile's name) unless ``force`` (--force-baseline)."""
     try:
         data = yamlfile.read_file(path, "it", BaselineError, BASELINE_MAX_BYTES)
     except BaselineError as exc:  # "<path>: cannot read it: ...", said as every line here says it
@@ -75,6 +76,11 @@ def load_baseline(path: str, force: bool = False) -> tuple[dict, str]:
     if word != "ACCEPTED" and not force:
         raise BaselineError(f"--baseline={path}: that run was {word}, and a baseline is the last accepted run "
                             f"(--force-baseline compares with it anyway, and the report says so)")
+    judged = doc["fingerprint"]["profile"]
+    if profile is not None and judged != profile and not force:
+        raise BaselineError(f"--baseline={path}: that run judged profile {judged!r}, this run judges {profile!r}, and "
+                            f"a baseline is the last accepted run of the same profile (--force-baseline compares "
+                            f"with it anyway, and the report says so)")
     return doc, hashlib.sha256(data).hexdigest()
 
 
@@ -140,7 +146,9 @@ def compare(baseline: dict, doc: dict, path: str, sha256: str, fail_on: tuple[st
              if (kind, host) in old_facts and old_facts[(kind, host)] != value]
     facts.sort(key=lambda c: (DRIFT_KINDS.index(c["kind"]), c["host"] or ""))
     drift = {"baseline": redact(path), "baseline_started": baseline["fingerprint"]["started"],
-             "baseline_verdict": baseline["verdict"]["word"], "baseline_sha256": sha256,
+             "baseline_verdict": baseline["verdict"]["word"],
+             "baseline_profile": baseline["fingerprint"].get("profile", ""),
+             "baseline_sha256": sha256,
              "newly_failing": failing, "newly_passing": passing, "hosts_added": added, "hosts_removed": removed,
              "facts": facts, "fail_on": list(fail_on)}
     drift["failing"] = [k for k in fail_on if drifted(drift, k)]
@@ -154,10 +162,21 @@ def drifted(drift: dict, kind: str) -> bool:
     return any(c["kind"] == kind for c in drift["facts"])
 
 
-def options(baseline: str | None, fail_on: str | None,
-            force: bool = False) -> tuple[tuple[str, dict, str] | None, tuple[str, ...]]:
-    """``--baseline``, ``--fail-on-drift`` and ``--force-baseline`` checked: ((path, document,
-    sha256) or None, kinds)."""
+def forced_notes(drift: dict, profile: str) -> list[str]:
+    """What --force-baseline let through, for the terminal and the report: 'a REJECTED run as
+    baseline', 'a run of profile 'other' as baseline'."""
+    notes = []
+    if drift["baseline_verdict"] != "ACCEPTED":
+        notes.append(f"a {drift['baseline_verdict']} run as baseline")
+    if drift.get("baseline_profile") and drift["baseline_profile"] != profile:
+        notes.append(f"a run of profile {drift['baseline_profile']!r} as baseline")
+    return notes
+
+
+def options(baseline: str | None, fail_on: str | None, force: bool = False,
+            profile: str | None = None) -> tuple[tuple[str, dict, str] | None, tuple[str, ...]]:
+    """``--baseline``, ``--fail-on-drift`` and ``--force-baseline`` checked for a run of profile
+    ``profile``: ((path, document, sha256) or None, kinds)."""
     kinds = fail_on_kinds(fail_on)
     if kinds and not baseline:
         raise BaselineError(f"--fail-on-drift={fail_on}: needs --baseline=<last accepted JSON>")
@@ -165,5 +184,5 @@ def options(baseline: str | None, fail_on: str | None,
         raise BaselineError("--force-baseline: needs --baseline=<JSON>")
     if not baseline:
         return None, kinds
-    doc, sha = load_baseline(baseline, force)
+    doc, sha = load_baseline(baseline, force, profile)
     return (baseline, doc, sha), kinds

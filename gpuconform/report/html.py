@@ -90,9 +90,11 @@ def verdict_block(doc: dict) -> str:
     fixes = (f'<p id="gc-remediation-counts">Remediation (--remediate={escape(rs[0]["mode"])}): '
              f'{escape(terminal.remediation_counts(rs))} — <a href="#gc-remediation">the table below</a>; '
              'the verdict is the checks\' before it.</p>') if rs else ""
+    signoff = ('<p id="gc-signoff-link"><a href="#gc-signoff">Sign-off ↓</a> (the block to sign, with the '
+               'profile\'s, the commit\'s and the results file\'s fingerprints, at the end of the page)</p>')
     return (f'<div class="gc-section gc-top"><div id="gc-verdict" class="gc-verdict {v["word"].lower()}">'
             f'{v["word"]}</div>{scope}' + (f'<ul class="gc-reasons">{reasons}</ul>' if reasons else "")
-            + fixes + "</div>")
+            + fixes + signoff + "</div>")
 
 
 def _first_line(text: str | None, limit: int = 240) -> str:
@@ -191,6 +193,9 @@ def drift_block(doc: dict) -> str:
             f'<span class="gc-mono">{d["baseline_sha256"][:16]}…</span>)'
             + ('' if d["baseline_verdict"] == "ACCEPTED" else
                ': <b>not an accepted run</b>, compared because of --force-baseline')
+            + ('' if d.get("baseline_profile") in ("", None, doc["fingerprint"]["profile"]) else
+               f': <b>a run of another profile ({escape(d["baseline_profile"])})</b>, compared because of '
+               f'--force-baseline')
             + f'.</p>{body}</div>')
 
 
@@ -435,10 +440,18 @@ def signoff_block(doc: dict, json_name: str, json_sha256: str, approver: str = "
     def line(value: str) -> str:
         return f'<span class="line">{escape(value)}</span>'
     v = doc["verdict"]["word"]
+    f = doc["fingerprint"]
+    ties = (f'<table class="gc-table" id="gc-signoff-ties"><tr><th>Profile</th><td><span class="gc-mono">'
+            f'{escape(f["profile"])}</span> ({escape(f["profile_path"])}), sha256 <span class="gc-mono" '
+            f'id="gc-profile-sha256">{escape(f["profile_sha256"])}</span></td></tr><tr><th>Suite commit</th><td>'
+            f'<span class="gc-mono" id="gc-commit">{escape(f.get("git_commit") or "unknown (not a git checkout)")}'
+            f'</span> (gpuconform {escape(f["suite_version"])})</td></tr><tr><th>Results file</th><td><span '
+            f'class="gc-mono">{escape(json_name)}</span>, sha256 <span class="gc-mono" id="gc-json-sha256">'
+            f'{json_sha256}</span></td></tr></table>')
     return (f'<div class="gc-signoff" id="gc-signoff"><h3>Sign-off</h3>'
-            f'<p>Run verdict: <b>{v}</b>. Results file <span class="gc-mono">{escape(json_name)}</span>, '
-            f'sha256 <span class="gc-mono" id="gc-json-sha256">{json_sha256}</span> — recompute it with '
-            f'<code>sha256sum {escape(json_name)}</code> to tie this page to the run.</p><table>'
+            f'<p>Run verdict: <b>{v}</b>, judged against the profile with the suite\'s commit below; recompute the '
+            f'results file\'s hash with <code>sha256sum {escape(json_name)}</code> and the profile\'s with '
+            f'<code>sha256sum {escape(f["profile_path"])}</code> to tie this page to the run.</p>{ties}<table>'
             f'<tr><td>Approver name</td><td>{line(approver)}</td></tr>'
             f'<tr><td>Role</td><td>{line(role)}</td></tr>'
             f'<tr><td>Date</td><td>{line("")}</td></tr>'
@@ -494,6 +507,12 @@ document.addEventListener('DOMContentLoaded', function () {
       total += n;
     }
   });
+  // pytest counts a blocked check as skipped: say the suite's own two verdicts
+  var skipped = document.querySelector('.filters span.skipped'), blocked = note ? Number(note.dataset.blocked || 0) : 0;
+  if (skipped && blocked) {
+    var skips = Number(note.dataset.skipVerdicts || 0);
+    skipped.textContent = (skips + blocked) + ' Skipped (' + skips + ' skip, ' + blocked + ' blocked),';
+  }
   var count = document.querySelector('.run-count');
   if (count && total) { count.textContent = count.textContent.replace(/^\\d+ tests?/, function (m) {
     return (parseInt(m, 10) + total) + ' tests'; }); }
@@ -511,9 +530,12 @@ def summary_fragments(doc: dict, json_name: str, json_sha256: str, approver: str
     hidden = sum(not listed(r) for r in doc["results"])
     skips = sum(not listed(r) and r["verdict"] == "skip" for r in doc["results"])
     also = f" and {skips} skips the profile asked for (the S letters: their reason on hover)" if skips else ""
-    summary = [f'<p id="gc-table-note" data-passes="{hidden - skips}" data-skips="{skips}">The results table below lists every result except the {hidden - skips} clean '
-               f'passes of host and node checks: those are the P letters of the matrix (click one for its rule '
-               f'and evidence){also}; all are in full in <span class="gc-mono">{escape(json_name)}</span>.</p>'] if hidden else []
+    text = (f'The results table below lists every result except the {hidden - skips} clean '
+            f'passes of host and node checks: those are the P letters of the matrix (click one for its rule '
+            f'and evidence){also}; all are in full in <span class="gc-mono">{escape(json_name)}</span>.') if hidden else ""
+    # the data the page script aligns pytest-html's own counters with (blocked is a skip to pytest)
+    summary = [f'<p id="gc-table-note" data-passes="{hidden - skips}" data-skips="{skips}" '
+               f'data-skip-verdicts="{doc["counts"]["skip"]}" data-blocked="{doc["counts"]["blocked"]}">{text}</p>']
     postfix = [p for p in (matrix(doc, "node"), matrix(doc, "cluster"), mig_block(doc), waivers_block(doc),
                                 remediation_block(doc), pass_data(doc)) if p]
     postfix.append(environment_block(environment or {}))

@@ -175,6 +175,8 @@ class Drift(_Model):
     baseline: str = Field(..., description="the baseline file as given")
     baseline_started: str = Field(..., description="when the baseline run started (UTC)")
     baseline_verdict: str
+    baseline_profile: str = Field("", description="the profile the baseline run judged (another than this run's only "
+                                                  "with --force-baseline)")
     baseline_sha256: str = Field(..., description="sha256 of the baseline file")
     newly_failing: list[ResultChange] = Field([], description="fail or error now, not in the baseline")
     newly_passing: list[ResultChange] = Field([], description="pass now, fail or error in the baseline")

@@ -25,11 +25,14 @@ from urllib.parse import urlsplit
 import pytest
 
 import incluster_harness as h
+from gpuconform import profile as profile_mod
 from cluster_harness import BACKING, FAULTY, FAULTY_CHECK, PROFILE, backed_workers, by_check, wait_gone
 
 WHOLE_GPU_WORKER = "gpu-worker-3"  # all-disabled: the only worker offering nvidia.com/gpu
 
 CONTAINERFILE = h.IN_CLUSTER / "Containerfile"
+#: where an accepted run is kept: one baseline per profile, by its name (ci/gpuconform-nightly.sh)
+KEPT = f"baseline-{profile_mod.load(PROFILE).name}.json"
 
 
 def containerfile() -> dict[str, list]:
@@ -136,8 +139,8 @@ def test_the_pod_runs_the_cluster_layer_with_the_service_account(image, platform
     reports = Path(env["GPUCONFORM_REPORT_DIR"])
     names = sorted(p.name for p in reports.iterdir())
     assert [n for n in names if n.endswith(".html")] and [n for n in names if n.startswith("junit-")], names
-    assert "baseline.json" in names, names  # accepted: kept as the next run's baseline
-    results = by_check(json.loads((reports / "baseline.json").read_text()))
+    assert KEPT in names, names  # accepted: kept as the next run's baseline
+    results = by_check(json.loads((reports / KEPT).read_text()))
     bad = {k: (r["verdict"], r["message"]) for k, r in results.items()
            if r["verdict"] != "pass" and k[0] != "cluster.kyverno.namespace_excluded"}
     assert not bad, bad
@@ -184,7 +187,7 @@ def test_the_pod_runs_node_checks_of_every_gpu_node_through_kubernetes(image, pl
                if k[0].startswith("cluster.") and r["verdict"] != "pass" and k[0] != "cluster.kyverno.namespace_excluded"}
     assert not cluster, cluster
     assert "k8s-node probes: 3 pods" in out, out[-3000:]
-    assert not (Path(env["GPUCONFORM_REPORT_DIR"]) / "baseline.json").exists()  # REJECTED: no baseline
+    assert not (Path(env["GPUCONFORM_REPORT_DIR"]) / KEPT).exists()  # REJECTED: no baseline
     wait_gone(lambda: sorted(h.managed_namespaces(admin) - before))
 
 
@@ -232,4 +235,4 @@ def test_a_refused_token_is_the_reachable_check_failing(image, platform, install
     docs = sorted((tmp_path / "reports").glob("*.json"))
     result = by_check(json.loads(docs[-1].read_text()))[("cluster.api.reachable", None)]
     assert result["verdict"] == "fail" and "refused our credentials (in-cluster service account)" in result["message"]
-    assert not (tmp_path / "reports" / "baseline.json").exists()  # a REJECTED run is no baseline
+    assert not (tmp_path / "reports" / KEPT).exists()  # a REJECTED run is no baseline

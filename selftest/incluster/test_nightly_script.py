@@ -45,3 +45,20 @@ def test_hosts_given_or_node_left_out_pass_the_guard(tmp_path):
         proc = nightly(tmp_path, GPUCONFORM_PROFILE=seed, GPUCONFORM_KUBECONFIG=str(tmp_path / "none"), **env)
         assert "gpuconform-nightly: pytest -m" in proc.stdout, proc.stdout + proc.stderr
         assert "no hosts are given" not in proc.stderr
+
+
+def test_one_baseline_per_profile_name(tmp_path):
+    """Two profiles sharing a report folder each read and keep their own baseline, keyed by the
+    profile's name: (issue #25; the suite also refuses a baseline of another profile)."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "baseline-seed-h100.json").write_text("{}")
+    other = tmp_path / "pool-b.yaml"
+    other.write_text((h.REPO / "profiles" / "seed-h100.yaml").read_text().replace("name: seed-h100", "name: pool b", 1))
+    said = {}
+    for name, path in (("seed", h.REPO / "profiles" / "seed-h100.yaml"), ("other", other)):
+        proc = nightly(tmp_path, GPUCONFORM_PROFILE=str(path), GPUCONFORM_MARKERS="cluster",
+                       GPUCONFORM_KUBECONFIG=str(tmp_path / "none"))
+        said[name] = proc.stdout
+    assert f"gpuconform-nightly: baseline (last accepted run): {reports}/baseline-seed-h100.json" in said["seed"], said
+    assert f"gpuconform-nightly: no baseline at {reports}/baseline-pool_b.json" in said["other"], said

@@ -113,7 +113,14 @@ EXPECTED: dict[str, Expect] = {
     "validator-plugin-not-ready": Expect({"node.operator.validations": r"lacks cuda-ready, plugin-ready"}),
     "ecc-disabled": Expect({"node.gpu.ecc_enabled": r"GPU 5"}),
     "row-remap-failure": Expect({"node.gpu.row_remap": r"GPU 2"}),
-    "debian-in-rhel-pool": Expect({"node.os.family": r"Ubuntu.*debian.*expected rhel"}),
+    # the release is judged only within the family (blocked); its containerd 2.x is another generation
+    "debian-in-rhel-pool": Expect({"node.os.family": r"Ubuntu.*debian.*expected rhel",
+                                   "node.containerd.config_version": r"version 3 \(containerd config dump\), "
+                                                                     r"expected version 2"},
+                                  blocked=frozenset({"node.os.version"})),
+    "os-release-older": Expect({"node.os.version": r"RED OS 7\.3 \(VERSION_ID=7\.3\), expected release 8\b"}),
+    "containerd-2-in-1x-pool": Expect({"node.containerd.config_version": r"version 3 \(containerd config dump\), "
+                                                                         r"expected version 2"}),
     # the profile requires both services: without systemd their unit state cannot be read
     "no-systemd": Expect({f"node.{unit}.{state}": r"systemd is not the init system"
                           for unit, state in (("persistenced", "enabled"), ("persistenced", "active"),

@@ -5,14 +5,18 @@ broken test bed is told from a broken check.
 """
 from __future__ import annotations
 
+import os
+import pathlib
 import re
+import shutil
 import subprocess
+import sys
 
 import pytest
 
 from expected import EXPECTED
 from gpuconform.node import probe
-from testbed.hosts import scenarios
+from testbed.hosts import net, scenarios
 
 SMI_FAILED = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
               "Make sure that the latest NVIDIA driver is installed and running.")
@@ -34,6 +38,41 @@ def test_ssh_config_names_every_scenario(ssh_nodes):
     hosts = re.findall(r"^Host (\S+)$", text, re.MULTILINE)
     assert hosts == scenarios.names()
     assert ssh_nodes.hosts_arg.split(",") == [f"ssh://root@{n}" for n in scenarios.names()]
+
+
+def test_two_checkouts_run_their_hosts_side_by_side(ssh_nodes, tmp_path):
+    """Names, namespaces and subnet are the checkout's own: another checkout's simulated hosts come
+    up next to this one's, and its `down` removes its own only (issue #25)."""
+    other = tmp_path / "other-checkout"
+    shutil.copytree(net.REPO / "testbed" / "hosts", other / "testbed" / "hosts",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (other / "testbed" / "__init__.py").write_text("")
+    hosts = [sys.executable, "-m", "testbed.hosts"]
+    env = {**os.environ, "PYTHONPATH": str(other)}
+
+    def other_hosts(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*hosts, *args], cwd=other, env=env, capture_output=True, text=True, timeout=300)
+
+    def answers(config, host: str) -> bool:
+        return subprocess.run(["ssh", "-F", str(config), host, "true"], capture_output=True, timeout=60).returncode == 0
+
+    def namespaces() -> set[str]:
+        return {line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True,
+                                                             text=True).stdout.splitlines()}
+    ours = {n.namespace for n in ssh_nodes.nodes}
+    assert all(ns.startswith(f"gpuc-{net.CHECKOUT}-") for ns in ours)
+    config = pathlib.Path(other_hosts("ssh-config").stdout.strip())
+    try:
+        up = other_hosts("up", "gpu-good")
+        assert up.returncode == 0, up.stdout + up.stderr
+        theirs = namespaces() - ours
+        assert len(theirs) == 1 and not next(iter(theirs)).startswith(f"gpuc-{net.CHECKOUT}-"), theirs
+        assert answers(config, "gpu-good") and answers(ssh_nodes.ssh_config, "gpu-good")
+    finally:
+        down = other_hosts("down")
+    assert down.returncode == 0, down.stdout + down.stderr
+    assert namespaces() & ours == ours and not namespaces() & theirs
+    assert answers(ssh_nodes.ssh_config, "gpu-good")
 
 
 # What the probe must read from the good H100 worker, section by section: (rc, patterns).

@@ -49,7 +49,7 @@ def test_verdicts_of_each_kind(broken_run):
     assert {k: v["verdict"] for k, v in r.items()} == {
         "node.dkms.nvidia_installed": "error", "node.containerd.installed": "fail",
         "node.containerd.nvidia_runtime": "blocked", "node.containerd.nvidia_default": "blocked",
-        "node.containerd.cdi": "blocked"}, broken_run.output()
+        "node.containerd.cdi": "blocked", "node.containerd.config_version": "blocked"}, broken_run.output()
     assert r["node.dkms.nvidia_installed"]["message"] == "could not check: `dkms status` failed: " \
                                                          "Error! Could not locate dkms.conf file."
     assert r["node.containerd.nvidia_runtime"]["blocked_by"] == "node.containerd.installed"
@@ -71,7 +71,7 @@ def test_error_only_run_exits_1(broken_host, tmp_path):
 
 def test_junit_error_failure_and_blocked(broken_run):
     suite = ET.parse(broken_run.folder / "junit.xml").getroot().find("testsuite")
-    assert (suite.get("errors"), suite.get("failures"), suite.get("skipped")) == ("1", "1", "3")
+    assert (suite.get("errors"), suite.get("failures"), suite.get("skipped")) == ("1", "1", "4")
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     dkms = next(c for n, c in cases.items() if n.startswith("test_dkms_nvidia"))
     assert [e.tag for e in dkms if e.tag != "properties"] == ["error"]

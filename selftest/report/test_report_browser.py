@@ -148,6 +148,31 @@ def test_signoff_hash_ties_the_page_to_the_json(showcase):
     assert "Jane Doe" in signoff and "Head of ML Platform" in signoff
 
 
+def test_signoff_is_reached_from_the_first_screen_with_every_fingerprint(showcase):
+    """A link at the top leads to the block, which carries the profile's sha256, the suite's commit
+    and the results file's sha256 together; printed, it starts a page of its own (issue #25)."""
+    dom, f = showcase.dom, showcase.doc["fingerprint"]
+    assert dom.index('id="gc-signoff-link"') < dom.index('id="gc-fix"')
+    assert '<a href="#gc-signoff">Sign-off ↓</a>' in dom[dom.index('id="gc-signoff-link"'):][:200]
+    block = dom[dom.index('id="gc-signoff"'):]
+    sha = hashlib.sha256(showcase.json.read_bytes()).hexdigest()
+    ties = block[block.index('id="gc-signoff-ties"'):block.index("</table>")]
+    assert f'id="gc-profile-sha256">{f["profile_sha256"]}<' in ties and f'id="gc-json-sha256">{sha}<' in ties
+    assert f'id="gc-commit">{f["git_commit"]}<' in ties and f["git_commit"]
+    css = (REPO / "gpuconform" / "report" / "report.css").read_text()
+    assert re.search(r"@media print \{[^@]*\.gc-signoff \{ page-break-before: always;", css)
+
+
+def test_pytest_html_counters_agree_with_the_verdicts(showcase):
+    """pytest counts a blocked check as skipped: the page says skip and blocked apart, with the
+    JSON's counts (issue #25)."""
+    counts = showcase.doc["counts"]
+    assert counts["blocked"] and counts["skip"]
+    label = re.search(r'<span class="skipped">([^<]*)</span>', showcase.dom).group(1)
+    assert label == (f'{counts["skip"] + counts["blocked"]} Skipped ({counts["skip"]} skip, '
+                     f'{counts["blocked"]} blocked),'), label
+
+
 def test_fingerprint_names_profile_hosts_gpus_and_command(showcase):
     f, dom = showcase.doc["fingerprint"], showcase.dom
     profile = (REPO / "profiles" / "seed-h100.yaml").read_bytes()

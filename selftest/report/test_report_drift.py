@@ -149,6 +149,25 @@ def test_a_rejected_run_is_a_baseline_only_when_forced(farm, tmp_path):
     assert "not an accepted run</b>, compared because of --force-baseline" in forced.html.read_text()
 
 
+def test_a_baseline_is_keyed_by_the_profile_name(farm, baseline, tmp_path):
+    """The last accepted run of another profile is no baseline (issue #25): refused in one line
+    unless --force-baseline, which the terminal and the report then say."""
+    from gpuconform.resources import example_profile_path
+    other = tmp_path / "pool-b.yaml"
+    other.write_text(example_profile_path("seed-h100.yaml").read_text().replace("name: seed-h100", "name: seed-h100-pool-b", 1))
+    hosts = hosts_arg(farm(h1="gpu-good"))
+    refused = run(tmp_path / "refused", "-m", "node", *hosts, f"--profile={other}", f"--baseline={baseline.json}")
+    out = refused.proc.stdout + refused.proc.stderr
+    assert refused.proc.returncode == 4 and refused.doc is None, out
+    assert (f"--baseline={baseline.json}: that run judged profile 'seed-h100', this run judges 'seed-h100-pool-b'"
+            in out and "--force-baseline" in out), out
+    forced = run(tmp_path / "forced", "-m", "node", *hosts, f"--profile={other}", f"--baseline={baseline.json}",
+                 "--force-baseline")
+    assert forced.proc.returncode == 0 and forced.doc["drift"]["baseline_profile"] == "seed-h100", forced.output()
+    assert "compared with a run of profile 'seed-h100' as baseline (--force-baseline)" in forced.proc.stdout
+    assert "a run of another profile (seed-h100)</b>, compared because of --force-baseline" in forced.html.read_text()
+
+
 def test_fail_on_drift_needs_a_baseline(tmp_path):
     r = run(tmp_path, "-m", "node", "--hosts=local://", "--fail-on-drift=driver")
     assert r.proc.returncode == 4 and "--fail-on-drift=driver: needs --baseline" in r.proc.stderr, r.output()

@@ -150,3 +150,52 @@ def test_the_enum_table_is_the_operators_crd():
             walk(sub, [*path, key])
     walk(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"], [])
     assert found == catalogs.CLUSTER_POLICY_ENUMS
+
+
+def test_os_release_and_containerd_config_version_are_profile_fields(tmp_path):
+    """A site says its OS release and containerd config version (no 'unknown field'); a release YAML
+    reads as a number is refused, said as the author wrote it (issue #25)."""
+    lp = profile.load(write(tmp_path, GOOD.replace("node:\n", "node:\n  os_version: '8'\n"
+                                                   "  container_runtime: {config_version: 3}\n", 1)))
+    assert (lp.node_for("gpu-1").os_version, lp.node_for("gpu-1").container_runtime.config_version) == ("8", 3)
+    with pytest.raises(profile.ProfileError) as err:
+        profile.load(write(tmp_path, GOOD.replace("node:\n", "node:\n  os_version: 22.04\n"
+                                                  "  container_runtime: {config_version: 4}\n", 1)))
+    assert 'node.os_version: Value error, an OS release in quotes, like "22.04"' in str(err.value)
+    assert "node.container_runtime.config_version: Input should be 1, 2 or 3, got 4" in str(err.value)
+
+
+def test_version_id_matches_the_release_and_its_point_releases():
+    from gpuconform.parsers.kernel import os_version_matches
+    assert [os_version_matches(v, "8") for v in ("8", "8.0", "8.10", "80", "7.3")] == [True, True, True, False, False]
+    assert [os_version_matches(v, "8.0") for v in ("8.0", "8.0.1", "8.1")] == [True, True, False]
+
+
+@pytest.mark.parametrize("where, says", [
+    ("mig_configs:\n      - {match: [w-1], config: all-1g.10gbb}",
+     "cluster.gpu_workers: Value error, mig_configs.0.config: 'all-1g.10gbb' is not a mig-parted config of "
+     "NVIDIA-H100-80GB-HBM3 (known: all-1g.10gb, "),
+    ("default_mig_config: all-balancd", "default_mig_config: 'all-balancd' is not a mig-parted config"),
+    ("mig_configs: []\n  mig_reconfigure: {to: all-3g.40gbb}",
+     "cluster: Value error, mig_reconfigure.to: 'all-3g.40gbb' is not a mig-parted config"),
+])
+def test_a_mig_config_name_the_catalog_does_not_know_is_refused_at_load(tmp_path, where, says):
+    """A MIG config name is one of the GPU Operator's default configs for the profile's GPU (the
+    MIG catalog) or one the profile declares as the site's own (issue #25)."""
+    text = f"name: t\ncluster:\n  gpu_workers:\n    {where}\n"
+    with pytest.raises(profile.ProfileError) as err:
+        profile.load(write(tmp_path, text))
+    assert says in str(err.value), str(err.value)
+    own = text.replace("gpu_workers:\n", "gpu_workers:\n    custom_mig_configs: [all-1g.10gbb, all-balancd, "
+                                         "all-3g.40gbb]\n")
+    assert profile.load(write(tmp_path, own))
+
+
+def test_spec_is_merged_over_the_defaults(tmp_path):
+    """Setting cluster.gpu_operator.spec keeps the defaults it does not name; null drops one (issue #25)."""
+    from gpuconform.profile.catalogs import ARTICLE_CLUSTER_POLICY
+    lp = profile.load(write(tmp_path, "name: t\ncluster:\n  gpu_operator:\n    spec: {mig.strategy: single, "
+                                      "vfioManager.enabled: null, migManager.enabled: false}\n"))
+    want = {**ARTICLE_CLUSTER_POLICY, "mig.strategy": "single", "migManager.enabled": False}
+    del want["vfioManager.enabled"]
+    assert lp.profile.cluster.gpu_operator.spec == want

@@ -53,12 +53,15 @@ def main(argv: list[str] | None = None) -> int:
                      help="serve each scenario N times as <name>-001... from one root (default: 1)")
     run.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND")
     sub.add_parser("list", help="scenario names with what each simulates")
+    sub.add_parser("ssh-config", help="the path of the ssh_config naming the nodes (this checkout's state folder)")
     render = sub.add_parser("render", help="render one scenario into a root for chroot")
     render.add_argument("name")
     render.add_argument("root", type=Path)
     args = parser.parse_args(argv)
 
-    if args.command == "list":
+    if args.command == "ssh-config":
+        print(net.SshNodes([], args.state).ssh_config)
+    elif args.command == "list":
         for name in scenarios.names():
             print(f"{name:30} {scenarios.build(name).description}")
     elif args.command == "render":

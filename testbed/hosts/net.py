@@ -1,14 +1,18 @@
 """Serve simulated hosts over real SSH: one network namespace and one sshd per scenario.
 
-Layout: a bridge ``gpucbr0`` (10.213.0.1/24) in the root namespace; per node a namespace
-``gpuc-<scenario>`` holding one end of a veth pair (``eth0``, 10.213.0.<10+i>) and Debian's
+Every name and address is this checkout's own (:data:`CHECKOUT`, from the checkout's path), so
+that the beds of two checkouts on one machine run side by side and neither's start or
+``make hosts-down`` touches the other's. Layout: a bridge ``gc<checkout>br`` (10.213.<n>.1/24, n
+from the checkout too) in the root namespace; per node a namespace ``gpuc-<checkout>-<scenario>``
+holding one end of a veth pair (``eth0``, 10.213.<n>.<10+i>) and Debian's
 ``/usr/sbin/sshd`` with ``ChrootDirectory`` = the scenario's rendered root, its own host key and
 config, key-only root login. An ``ssh_config`` names each node after its scenario, so the suite
 runs ``--hosts=ssh://root@gpu-good,...`` and test ids carry the scenario name.
 
-Everything created carries the ``gpuc`` prefix and is recorded in ``<state>/nodes.json``;
-:func:`sweep` removes what an interrupted run left behind (our recorded sshds, ``gpuc-*``
-namespaces and their processes, ``gpuc*`` links) and runs before every start.
+Everything created carries this checkout's prefix and is recorded in ``<state>/nodes.json``;
+:func:`sweep` removes what an interrupted run of this checkout left behind (our recorded sshds,
+``gpuc-<checkout>-*`` namespaces and their processes, ``gc<checkout>*`` links) and runs before
+every start.
 
 The simulated hosts stand for other machines: their sshds, and every session, shell and probe
 below them, share one CPU cgroup (``gpuconform-hosts``, the default weight), so that a hundred
@@ -34,9 +38,14 @@ import tenacity
 from testbed.hosts import rootfs, scenarios
 
 REPO = Path(__file__).resolve().parents[2]
-PREFIX = "gpuc"
-BRIDGE = f"{PREFIX}br0"
-SUBNET = "10.213.0"
+#: this checkout's tag, from its path: in every name and in the subnet of its simulated hosts
+CHECKOUT = hashlib.sha1(str(REPO).encode()).hexdigest()[:6]
+#: this checkout's links (a link name has at most 15 characters: gc1a2b3cv239)
+PREFIX = f"gc{CHECKOUT}"
+#: this checkout's network namespaces, one per node
+NAMESPACE_PREFIX = f"gpuc-{CHECKOUT}-"
+BRIDGE = f"{PREFIX}br"
+SUBNET = f"10.213.{int(CHECKOUT, 16) % 254 + 1}"
 GATEWAY = f"{SUBNET}.1"
 FIRST_HOST = 10
 SSHD = "/usr/sbin/sshd"
@@ -73,7 +82,7 @@ class SshNodes:
         self.names = list(names)
         self.copies = copies
         if copies < 1 or len(self.names) * copies > 240:
-            raise ValueError("at most 240 nodes fit in 10.213.0.0/24")
+            raise ValueError(f"at most 240 nodes fit in {SUBNET}.0/24")
         self.state = Path(state or DEFAULT_STATE).absolute()
         self.nodes: list[Node] = []
         self.cgroup: Path | None = None
@@ -117,7 +126,7 @@ class SshNodes:
         self._keys()
         named = [(name if self.copies == 1 else f"{name}-{k:03d}", name)
                  for name in self.names for k in range(1, self.copies + 1)]
-        self.nodes = [Node(host, f"{SUBNET}.{FIRST_HOST + i}", f"{PREFIX}-{host}", self.root_of(name), name)
+        self.nodes = [Node(host, f"{SUBNET}.{FIRST_HOST + i}", f"{NAMESPACE_PREFIX}{host}", self.root_of(name), name)
                       for i, (host, name) in enumerate(named)]
         for name in self.names:
             rootfs.render(scenarios.build(name), self.root_of(name), stage=self.state / ".bin")
@@ -151,6 +160,11 @@ class SshNodes:
         authorized.chmod(0o600)
 
     def _bridge(self) -> None:
+        taken = [line.split()[1] for line in _ip("-o", "-4", "addr", "show", check=False).stdout.splitlines()
+                 if f" {GATEWAY}/" in line]
+        if taken:  # two checkouts whose paths hash to one subnet: said, never two routes for it
+            raise RuntimeError(f"{SUBNET}.0/24, this checkout's simulated hosts' subnet, is already on {taken[0]} "
+                               "(another checkout's simulated hosts?): stop those, or move this checkout")
         _ip("link", "add", BRIDGE, "type", "bridge")
         _ip("addr", "add", f"{GATEWAY}/24", "dev", BRIDGE)
         _ip("link", "set", BRIDGE, "up")
@@ -364,8 +378,9 @@ def hosts_cgroup() -> Path | None:
 
 
 def sweep(state: Path = DEFAULT_STATE) -> None:
-    """Remove every piece of a previous run: recorded sshds, gpuc-* namespaces (and the processes
-    inside them, which only this test bed starts), gpuc* links."""
+    """Remove every piece of a previous run of this checkout: recorded sshds, its namespaces (and
+    the processes inside them, which only this test bed starts) and links; another checkout's
+    are left alone."""
     state = Path(state).absolute()
     record = state / "nodes.json"
     if record.exists():
@@ -375,7 +390,7 @@ def sweep(state: Path = DEFAULT_STATE) -> None:
             recorded = []
         _terminate(n["pid"] for n in recorded if n.get("pid") and _ours(n["pid"], state))
     namespaces = [line.split()[0] for line in _ip("netns", "list", check=False).stdout.splitlines()
-                  if line.startswith(f"{PREFIX}-")]
+                  if line.startswith(NAMESPACE_PREFIX)]
     for ns in namespaces:
         pids = [int(p) for p in _ip("netns", "pids", ns, check=False).stdout.split()]
         _terminate(pids)

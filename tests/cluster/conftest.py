@@ -11,6 +11,7 @@ from gpuconform.cluster import nodes
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.node.facts import CannotTell
 from gpuconform.once import Once
+from gpuconform.plugin import params
 from gpuconform.plugin.cluster_fixtures import cluster_run
 from gpuconform.plugin.keys import PROFILE
 
@@ -70,10 +71,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         "gpu_node": lambda: _cluster_items(metafunc.config, "gpu_node") if selected else [NOT_SELECTED],
         "mig_resource": lambda: _cluster_items(metafunc.config, "mig_resource") if selected else [NOT_SELECTED],
     }
+    fields = {"spec_path": "cluster.gpu_operator.spec", "validator_env": "cluster.gpu_operator.validator_driver_env",
+              "toleration": "cluster.gpu_operator.tolerations",
+              "operand": "cluster.gpu_operator.operands, or the operands the ClusterPolicy enables",
+              "excluded_namespace": "cluster.kyverno.excluded_namespaces"}
     for fixture, items in table.items():
         if fixture in metafunc.fixturenames:
-            values = items()
-            metafunc.parametrize(fixture, values, ids=[str(v) for v in values])
+            params.parametrize(metafunc, fixture, items(), fields.get(fixture, fixture))
 
 
 @pytest.fixture(autouse=True)

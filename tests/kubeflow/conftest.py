@@ -12,7 +12,7 @@ import pytest
 from gpuconform.kubeflow import login as login_mod
 from gpuconform.kubeflow.errors import LoginFailed
 from gpuconform.kubeflow.run import KubeflowRun
-from gpuconform.plugin import gating, keys
+from gpuconform.plugin import gating, keys, params
 from gpuconform.plugin.evidence import DISCARD, Evidence
 from gpuconform.profile import KubeflowExpectations, KubeflowIngress
 
@@ -25,10 +25,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     exp = metafunc.config.stash[keys.PROFILE].profile.kubeflow
     if "component" in metafunc.fixturenames:
         items = [f"{ns}/{name}" for ns, names in exp.components.items() for name in names]
-        metafunc.parametrize("component", items, ids=items)
+        params.parametrize(metafunc, "component", items, "kubeflow.components")
     if "web_app_name" in metafunc.fixturenames:
-        names = [a.name for a in exp.web_apps]
-        metafunc.parametrize("web_app_name", names, ids=names)
+        params.parametrize(metafunc, "web_app_name", [a.name for a in exp.web_apps], "kubeflow.web_apps")
 
 
 @pytest.fixture(scope="session")

@@ -100,3 +100,21 @@ def test_containerd_cdi(node, expected):
     assert specs, (f"no CDI spec gives workloads NVIDIA GPUs (kind nvidia.com/gpu or <vendor>.nvidia.com/gpu, "
                    f"not the operator's management.nvidia.com/gpu) in "
                    f"{', '.join(cri.cdi_spec_dirs)}; spec files: {found}")
+
+
+@check("node.containerd.config_version", "containerd runs the profile's config version",
+       fix="the host's containerd is of another generation than the platform's: containerd 1.x runs config version 2, "
+           "2.x version 3 (`containerd config migrate` writes a file's version 3 form); install the containerd the "
+           "platform runs and write its config with `nvidia-ctk runtime configure --runtime=containerd`, or declare "
+           "this host's version (container_runtime.config_version, or a group matching this host)",
+       needs=["node.containerd.installed"], evidence=["containerd_dump", "containerd_files"])
+def test_containerd_config_version(node, expected):
+    """containerd's config (its `config dump`, else the files) has the profile's `config_version`."""
+    _containerd(expected)
+    want = expected.container_runtime.config_version
+    if want is None:
+        pytest.skip("the profile accepts any containerd config version (container_runtime.config_version: null)")
+    cri, source = node.containerd_config
+    assert cri.version == want, (
+        f"containerd's config is version {cri.version} ({source}), expected version {want} "
+        f"(container_runtime.config_version)")

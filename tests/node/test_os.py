@@ -2,6 +2,7 @@
 import pytest
 
 from gpuconform.checks import check
+from gpuconform.parsers import kernel
 
 
 @check("node.os.family", "The host's OS family is the profile's",
@@ -17,3 +18,19 @@ def test_os_family(node, expected):
         f"the host runs {release.get('PRETTY_NAME') or release.get('ID') or 'an unnamed OS'} "
         f"(ID={release.get('ID', '')}, ID_LIKE={release.get('ID_LIKE', '')}): family "
         f"{node.os_family or 'unknown'}, expected {expected.os_family}")
+
+
+@check("node.os.version", "The host's OS release is the profile's",
+       fix="the host runs another release than the profile declares: upgrade or reinstall it to that release, "
+           "move it to the right pool, or declare its release (node.os_version, or a group matching this host)",
+       needs=["node.os.family"], evidence=["os_release"])
+def test_os_version(node, expected):
+    """VERSION_ID of /etc/os-release is the profile's `os_version` or one of its point releases."""
+    if expected.os_version is None:
+        pytest.skip("the profile accepts any OS release (os_version: null)")
+    release = node.os_release
+    found = release.get("VERSION_ID")
+    assert found is not None and kernel.os_version_matches(found, expected.os_version), (
+        f"the host runs {release.get('PRETTY_NAME') or release.get('ID') or 'an unnamed OS'} "
+        f"(VERSION_ID={found if found is not None else 'absent'}), expected release {expected.os_version} "
+        f"(node.os_version)")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Callable
 
 from testbed.hosts.scenarios.good import _driver_dmesg, _nouveau_module
-from testbed.hosts.scenarios.model import DRIVER, H100_PCIE, H100_PCIE_DEVICE_ID, OLDER_KERNEL, OTHER_DRIVER, DkmsEntry, Scenario
+from testbed.hosts.scenarios.model import (DRIVER, H100_PCIE, H100_PCIE_DEVICE_ID, OLDER_KERNEL, OTHER_DRIVER, DkmsEntry,
+                                           Package, Scenario)
 
 Fault = Callable[[Scenario], None]
 FAULTS: dict[str, tuple[str, Fault]] = {}
@@ -328,3 +329,19 @@ def _unit(s: Scenario, name: str, **changes: str) -> None:
     unit = next(u for u in s.units if u.name == name)
     for key, value in changes.items():
         setattr(unit, key, value)
+
+
+@fault("os-release-older", "an older release of the profile's OS (RED OS 7.3 where the pool runs 8): the host "
+                           "was never upgraded")
+def _os_release_older(s: Scenario) -> None:
+    s.os_release = ('NAME="RED OS"\nVERSION="7.3"\nID="redos"\nID_LIKE="rhel fedora"\nVERSION_ID="7.3"\n'
+                    'PRETTY_NAME="RED OS 7.3"\nANSI_COLOR="0;31"\nCPE_NAME="cpe:/o:red-soft:redos:7.3"\n')
+
+
+@fault("containerd-2-in-1x-pool", "containerd 2.x installed where the pool runs 1.7: its config is version 3 "
+                                  "(nvidia-ctk's conf.d drop-in and imports)")
+def _containerd_2_in_1x_pool(s: Scenario) -> None:
+    s.packages = [p for p in s.packages if p.name != "containerd.io"] + [Package("containerd.io", "2.1.4", "1.el8")]
+    s.containerd_version = "2.1.4"
+    s.containerd_config_version = 3
+    s.containerd_dropin = True
