@@ -1,8 +1,9 @@
 """The packages of the wheel (the rest is in pyproject.toml).
 
-manifests/, profiles/, remediation/ and the checks (tests/) stay at the top of the repository,
-where a reader looks for them, and ship inside the package as ``gpuconform.manifests``,
-``gpuconform.profiles``, ``gpuconform.remediation`` and ``gpuconform.tests`` (read through
+manifests/, profiles/, remediation/, the checks (tests/) and the nightly's scripts (ci/) stay at the
+top of the repository, where a reader looks for them, and ship inside the package as
+``gpuconform.manifests``, ``gpuconform.profiles``, ``gpuconform.remediation``, ``gpuconform.tests``
+and ``gpuconform.ci`` (read through
 importlib.resources, gpuconform/resources.py): one copy of each, in the wheel and in an editable
 install alike. pyproject.toml cannot add mapped folders to the packages it finds, hence this file.
 
@@ -17,7 +18,7 @@ from setuptools import find_namespace_packages, find_packages, setup
 from setuptools.command.build_py import build_py
 
 DATA_PACKAGES = {"gpuconform.manifests": "manifests", "gpuconform.profiles": "profiles",
-                 "gpuconform.remediation": "remediation", "gpuconform.tests": "tests"}
+                 "gpuconform.remediation": "remediation", "gpuconform.tests": "tests", "gpuconform.ci": "ci"}
 #: the checks' layer folders (no __init__.py: pytest imports them as in a checkout)
 CHECK_FOLDERS = [f"gpuconform.tests.{name}" for name in find_namespace_packages("tests", exclude=["*__pycache__*"])]
 
