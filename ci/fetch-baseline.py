@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """fetch-baseline: the last ACCEPTED nightly run's JSON, from the CI's own artifact store.
 
-    python3 ci/fetch-baseline.py gitlab|github OUT.json
+    gpuconform fetch-baseline gitlab|github OUT.json     (this file, as shipped in the package)
+    python3 ci/fetch-baseline.py gitlab|github OUT.json  (from a checkout)
 
 A nightly job succeeds only when its run is ACCEPTED (exit 0), and only then keeps
 reports/baseline.json as an artifact (ci/gpuconform-nightly.sh); so the newest successful
@@ -91,7 +92,7 @@ def github() -> bytes:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3 or argv[1] not in ("gitlab", "github"):
-        print("usage: fetch-baseline.py gitlab|github OUT.json", file=sys.stderr)
+        print("usage: gpuconform fetch-baseline gitlab|github OUT.json", file=sys.stderr)
         return 4
     try:
         data = {"gitlab": gitlab, "github": github}[argv[1]]()

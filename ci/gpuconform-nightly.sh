@@ -19,9 +19,11 @@
 #                            missing or empty: no baseline (the first run)
 #   GPUCONFORM_BASELINE_OUT  where an accepted run's JSON is kept (default: the same file)
 #   GPUCONFORM_ARGS          more pytest arguments (split on blanks)
-#   GPUCONFORM_PYTHON        the Python that has gpuconform installed (default: python3)
-#   GPUCONFORM_SUITE_DIR     the folder with tests/ and conftest.py (default: this script's
-#                            repository, else /opt/gpuconform as in the image)
+#   GPUCONFORM_PYTHON        the Python that has gpuconform installed (`gpuconform nightly`, which
+#                            runs this script as shipped in the package, sets its own; else python3);
+#                            one without gpuconform is refused, never run
+#
+# The checks are those shipped in the package (`gpuconform run`): no source tree is needed.
 set -u
 
 die() { echo "gpuconform-nightly: $*" >&2; exit 4; }
@@ -32,20 +34,14 @@ reports=${GPUCONFORM_REPORT_DIR:-reports}
 markers=${GPUCONFORM_MARKERS:-node or cluster or kubeflow}
 [ -n "${GPUCONFORM_PROFILE:-}" ] || die "GPUCONFORM_PROFILE is not set: the profile to judge the platform against"
 [ -r "$GPUCONFORM_PROFILE" ] || die "GPUCONFORM_PROFILE=$GPUCONFORM_PROFILE is not a readable file"
-profile=$(absolute "$GPUCONFORM_PROFILE")  # the suite runs from its own folder
+profile=$(absolute "$GPUCONFORM_PROFILE")
 
-here=$(cd "$(dirname "$0")" && pwd)
-suite=${GPUCONFORM_SUITE_DIR:-}
-if [ -z "$suite" ]; then
-  for d in "$here/.." /opt/gpuconform; do
-    if [ -f "$d/conftest.py" ] && [ -d "$d/tests" ]; then suite=$(cd "$d" && pwd); break; fi
-  done
-fi
-[ -n "$suite" ] && [ -d "$suite/tests" ] || die "no suite folder (tests/, conftest.py): set GPUCONFORM_SUITE_DIR"
+"$python" -c 'import gpuconform.plugin.plugin' 2>/dev/null \
+  || die "GPUCONFORM_PYTHON=$python has no gpuconform installed: run \`gpuconform nightly\` of the environment it is installed in, or set GPUCONFORM_PYTHON to that environment's python"
 
 # The node layer without hosts would judge the machine the run is on (testinfra's local://): in a
 # pod or on a CI runner that is never what is meant.
-if [ -z "${GPUCONFORM_HOSTS:-}" ] && ! (cd "$suite" && "$python" - "$profile" "$markers") <<'EOF_PY'
+if [ -z "${GPUCONFORM_HOSTS:-}" ] && ! "$python" - "$profile" "$markers" <<'EOF_PY'
 import sys
 try:
     from _pytest.mark.expression import Expression
@@ -92,11 +88,11 @@ set -- "$@" ${GPUCONFORM_ARGS:-}
 if [ -z "$kubeconfig" ] && [ -z "${KUBECONFIG:-}" ] && [ -n "${KUBERNETES_SERVICE_HOST:-}" ]; then
   echo "gpuconform-nightly: cluster access: in-cluster ServiceAccount (https://$KUBERNETES_SERVICE_HOST:${KUBERNETES_SERVICE_PORT:-443})"
 fi
-echo "gpuconform-nightly: pytest $*"
+echo "gpuconform-nightly: gpuconform run $*"
 # In a pod this script is PID 1, which gets the SIGTERM of activeDeadlineSeconds or a deleted
 # Job: it is passed on (as SIGTERM: a background child of sh ignores SIGINT), and the suite
 # cleans up and writes the report of what finished (exit 2).
-(cd "$suite" && exec "$python" -m pytest -p no:cacheprovider "$@") &
+"$python" -m gpuconform run "$@" &
 child=$!
 trap 'kill -TERM "$child" 2>/dev/null' TERM INT
 wait "$child"; code=$?
@@ -111,6 +107,13 @@ case $code in
   2) verdict="REJECTED (interrupted)" ;;
   *) verdict="not judged (exit $code)" ;;
 esac
+# the run's most common cause in CI, said in one line: a runner that does not reach the API server
+[ -n "$json" ] && "$python" - "$json" >&2 <<'EOF_PY'
+import json, sys
+for r in json.load(open(sys.argv[1], encoding="utf-8"))["results"]:
+    if r["check_id"] == "cluster.api.reachable" and r["verdict"] != "pass":
+        print(f"gpuconform-nightly: cluster.api.reachable {r['verdict']}: {(r['message'] or '').splitlines()[0][:400]}")
+EOF_PY
 echo "gpuconform-nightly: $verdict; JSON: ${json:-none}; JUnit: ${junit:-none}"
 if [ "$code" -eq 0 ] && [ -n "$json" ]; then  # ACCEPTED: the next run's baseline
   mkdir -p "$(dirname "$baseline_out")" && cp "$json" "$baseline_out.tmp" && mv "$baseline_out.tmp" "$baseline_out" \

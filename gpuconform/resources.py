@@ -1,6 +1,7 @@
 """Files shipped with the package: the pods of ``manifests/``, the example profiles of
-``profiles/`` and the fix scripts of ``remediation/`` (all kept at the top of the repository and mapped into the package as
-``gpuconform.manifests``, ``.profiles``, ``.remediation``: setup.py). Read through
+``profiles/``, the fix scripts of ``remediation/`` and the nightly's scripts of ``ci/`` (all kept at
+the top of the repository and mapped into the package as ``gpuconform.manifests``, ``.profiles``,
+``.remediation``, ``.ci``: setup.py). Read through
 importlib.resources, so that a wheel install (``pip install .``, the in-cluster image) finds
 them as an editable checkout does."""
 from __future__ import annotations
@@ -28,4 +29,10 @@ def example_profile(name: str) -> Traversable:
 def example_profile_path(name: str) -> Path:
     """``profiles/<name>`` as a file path (a wheel installs it as a plain file)."""
     with as_file(example_profile(name)) as path:
+        return Path(path)
+
+
+def ci_script_path(name: str) -> Path:
+    """``ci/<name>`` (``gpuconform-nightly.sh``, ``fetch-baseline.py``) as a file path."""
+    with as_file(files("gpuconform.ci").joinpath(name)) as path:
         return Path(path)

@@ -209,7 +209,8 @@ class Hooks:
             name = inputs.report_name(opt.gpuconform_report_name)
         else:  # the profile's name is free text: keep it a file name
             name = _file_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", self.profile.name).lstrip(".")) + f"-{stamp}"
-        folder = inputs.report_dir(Path(opt.gpuconform_report_dir or Path(self.suite, "reports")))
+        # default: ./reports, where the run is started (in a checkout its root; never into an installed package)
+        folder = inputs.report_dir(Path(opt.gpuconform_report_dir or Path(self.config.invocation_params.dir, "reports")))
         self._place_reports(folder, name)
 
     def _place_reports(self, folder: Path, name: str) -> None:

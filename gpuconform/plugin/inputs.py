@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import testinfra.backend
 
-from gpuconform import yamlfile
+from gpuconform import resources, yamlfile
 from gpuconform.node import k8s_node
 from gpuconform.redact import redact
 
@@ -42,12 +42,18 @@ class InputError(pytest.UsageError):
 
 def profile_path(value: str | None, default: str) -> str:
     """--profile, else $GPUCONFORM_PROFILE (the option's default), else the shipped profile; an
-    empty value is a mistake (a variable that expanded to nothing), not "the default"."""
+    empty value is a mistake (a variable that expanded to nothing), not "the default". A name
+    with no folder that is no file here names an example shipped with the suite (``seed-h100``,
+    ``seed-h100.yaml``), so an installed suite needs no copy of it."""
     if value is None:
         return default
     if not value.strip():
         raise InputError("--profile / $GPUCONFORM_PROFILE: empty; name a profile file (or leave both unset "
                          "for profiles/seed-h100.yaml)")
+    if os.sep not in value and not os.path.lexists(value):
+        example = resources.example_profile_path(value if value.endswith((".yaml", ".yml")) else f"{value}.yaml")
+        if example.is_file():
+            return str(example)
     return value
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gpuconform.plugin import cluster_fixtures, distribution, fixtures, heap, hooks, k8s_node_fixtures, remediation_fixtures
+from gpuconform.suite import is_suite
 
 MARKERS = {
     "node": "node (host) conformance checks",
@@ -26,13 +27,18 @@ EXIT_CODES = ("exit code: 0 ACCEPTED (everything passed, or every failure waived
               "2 interrupted (the report of what finished is written); 4 bad input (one line naming it)")
 
 
+#: the suite's own options (filled by pytest_addoption): given where no suite runs, they are a mistake
+OWN_OPTIONS: set[str] = set()
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("gpuconform", f"gpuconform platform conformance; {EXIT_CODES}")
     group.addoption("--profile", dest="gpuconform_profile", metavar="PATH",
                     default=os.environ.get("GPUCONFORM_PROFILE"),
-                    help="platform profile YAML (default: $GPUCONFORM_PROFILE, else profiles/seed-h100.yaml)")
+                    help="platform profile YAML, or the name of an example shipped with the suite (seed-h100, "
+                         "h200-devbox …) (default: $GPUCONFORM_PROFILE, else profiles/seed-h100.yaml)")
     group.addoption("--report-dir", dest="gpuconform_report_dir", metavar="DIR", default=None,
-                    help="where HTML/JSON reports go (default: reports/ beside the suite)")
+                    help="where HTML/JSON reports go (default: ./reports, in the folder the run is started from)")
     group.addoption("--report-name", dest="gpuconform_report_name", metavar="NAME", default=None,
                     help="report file name without extension (default: <profile>-<UTC timestamp>)")
     group.addoption("--no-reports", dest="gpuconform_no_reports", action="store_true",
@@ -69,6 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--keep-on-failure", dest="gpuconform_keep_on_failure", action="store_true",
                     help="keep the run's namespace and failed pods when a cluster check fails "
                          "(remove later: python -m gpuconform.cluster.sweep)")
+    OWN_OPTIONS.update(name for option in group.options for name in option.names())
 
 
 def stray_option_value(config: pytest.Config) -> str | None:
@@ -76,17 +83,11 @@ def stray_option_value(config: pytest.Config) -> str | None:
     return next((a for a in config.args if a.split("::")[0].endswith((".yaml", ".yml", "reports"))), None)
 
 
-def _is_suite(folder: Path) -> bool:
-    """The suite's folder: its checks under tests/ (the library may be installed elsewhere, as in
-    the in-cluster image)."""
-    return (folder / "tests" / "node" / "test_reachable.py").is_file() and (folder / "tests" / "cluster").is_dir()
-
-
 def suite_root(config: pytest.Config) -> Path | None:
     """The conformance suite's folder (pytest's rootdir) when pytest runs it, else None."""
-    if _is_suite(config.rootpath):
+    if is_suite(config.rootpath):
         return config.rootpath
-    if config.inipath is None and _is_suite(config.invocation_params.dir):
+    if config.inipath is None and is_suite(config.invocation_params.dir):
         # pytest takes its rootdir from the paths on the command line, option values given with a
         # space included (``--profile /elsewhere/p.yaml``): the suite's settings were not read
         raise pytest.UsageError(f"pytest took {config.rootpath} for the rootdir, from an option value "
@@ -102,6 +103,10 @@ def pytest_configure(config: pytest.Config) -> None:
                                 f"(--profile={stray}, --report-dir=DIR)")
     suite = suite_root(config)
     if suite is None:  # loaded by entry point into another project's run: stay inert
+        own = next((a for a in config.invocation_params.args if str(a).split("=", 1)[0] in OWN_OPTIONS), None)
+        if own is not None:  # ... unless that run asks for the suite (issue #25: exit 5, "no tests ran")
+            raise pytest.UsageError(f"{own}: no gpuconform checks here ({config.rootpath} is not the suite's "
+                                    f"folder): run them with `gpuconform run {own} …`, or pytest in a checkout")
         return
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")

@@ -80,6 +80,10 @@ def image(tmp_path_factory) -> Path:
                            f"--prefix={venv}", target],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # the console script names the image's python, as pip run in the image writes it (here: this venv's)
+    script = venv / "bin" / "gpuconform"
+    body = script.read_text().split("\n", 1)[1]
+    script.write_text(f"#!{venv / 'bin' / 'python'}\n{body}")
     for command in cleanups:  # the RUN line's removals, inside the image's root
         assert command[:2] == ["rm", "-rf"], command
         subprocess.run(["rm", "-rf", *(str(root / a.lstrip("/")) for a in command[2:])], check=True)
@@ -89,6 +93,7 @@ def image(tmp_path_factory) -> Path:
              "assert r.remediation_script('lib.sh') and r.example_profile_path('seed-h100.yaml').is_file()")
     proc = subprocess.run([str(venv / "bin" / "python"), "-c", check], capture_output=True, text=True, cwd=root)
     assert proc.returncode == 0 and proc.stdout.startswith(str(site)), proc.stdout + proc.stderr
+    assert not [p for p in root.rglob("test_reachable.py") if not str(p).startswith(str(site))]  # no source tree
     return root
 
 
@@ -124,8 +129,8 @@ def pod_environment(image: Path, platform, bearer: str, markers: str = "cluster"
 
 def entrypoint(image: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     (command,) = containerfile()["ENTRYPOINT"]
-    argv = [str(image / a.lstrip("/")) for a in json.loads(command)]
-    return subprocess.run(argv, env=env, cwd=image / containerfile()["WORKDIR"][-1].lstrip("/"),
+    program, *args = json.loads(command)
+    return subprocess.run([str(image / program.lstrip("/")), *args], env=env, cwd=image / containerfile()["WORKDIR"][-1].lstrip("/"),
                           capture_output=True, text=True, timeout=600)
 
 
@@ -207,7 +212,8 @@ def test_sigterm_to_the_pods_pid_1_ends_the_run_cleanly(image, platform, admin, 
     env = pod_environment(image, platform, sa_token)
     env.update(GPUCONFORM_REPORT_DIR=str(tmp_path / "reports"), GPUCONFORM_ARGS="-k vectoradd_whole_gpu")
     (command,) = containerfile()["ENTRYPOINT"]
-    proc = subprocess.Popen([str(image / a.lstrip("/")) for a in json.loads(command)], env=env,
+    program, *args = json.loads(command)
+    proc = subprocess.Popen([str(image / program.lstrip("/")), *args], env=env,
                             cwd=image / containerfile()["WORKDIR"][-1].lstrip("/"), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     deadline = time.monotonic() + 120

@@ -1,6 +1,7 @@
 """ci/gpuconform-nightly.sh refuses, in one line and with exit 4 before anything runs, what
-would make a nightly meaningless: no profile, an unreadable one, and the node layer selected
-without hosts (testinfra would then judge the pod or CI runner itself as a GPU host)."""
+would make a nightly meaningless: no profile, an unreadable one, a Python without gpuconform
+(never a system python3 that dies on a missing module), and the node layer selected without
+hosts (testinfra would then judge the pod or CI runner itself as a GPU host)."""
 from __future__ import annotations
 
 import subprocess
@@ -36,6 +37,17 @@ def test_refused_before_anything_runs(tmp_path, env, says):
     assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
 
 
+def test_a_python_without_gpuconform_is_refused(tmp_path):
+    """The issue's CI runner: the script's python3 had no gpuconform (exit 3, No module named testinfra)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    python = tmp_path / "bare" / "bin" / "python"
+    proc = nightly(tmp_path, GPUCONFORM_PROFILE=str(h.REPO / "profiles" / "seed-h100.yaml"), GPUCONFORM_PYTHON=str(python))
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"gpuconform-nightly: GPUCONFORM_PYTHON={python} has no gpuconform installed: run `gpuconform nightly` of the "
+        f"environment it is installed in, or set GPUCONFORM_PYTHON to that environment's python"]
+
+
 def test_hosts_given_or_node_left_out_pass_the_guard(tmp_path):
     """With GPUCONFORM_HOSTS, or without node in the markers, the suite is started (here it stops
     at the missing kubeconfig: exit 4 from the suite, said by the suite)."""
@@ -43,7 +55,7 @@ def test_hosts_given_or_node_left_out_pass_the_guard(tmp_path):
     for env in ({"GPUCONFORM_HOSTS": "ssh://root@gpu-1", "GPUCONFORM_MARKERS": "node and cluster"},
                 {"GPUCONFORM_MARKERS": "cluster"}):
         proc = nightly(tmp_path, GPUCONFORM_PROFILE=seed, GPUCONFORM_KUBECONFIG=str(tmp_path / "none"), **env)
-        assert "gpuconform-nightly: pytest -m" in proc.stdout, proc.stdout + proc.stderr
+        assert "gpuconform-nightly: gpuconform run -m" in proc.stdout, proc.stdout + proc.stderr
         assert "no hosts are given" not in proc.stderr
 
 
