@@ -421,7 +421,8 @@ class Node:
         """The chart's objects as ``helm install`` creates them (CRDs first), then NVIDIA's
         controller, running in its pod, deploys the operands. Done when the controller says so AND
         the node shows it: ClusterPolicy ``state: ready`` alone proves nothing (the controller
-        writes it with no GPU node, controllers/clusterpolicy_controller.go), so every operand
+        writes it with no GPU node, controllers/clusterpolicy_controller.go), so its Ready
+        condition must be True too (written in a second update), every operand
         DaemonSet must have its pod available, the GPU be allocatable and GFD's labels be there."""
         from kubernetes import client, dynamic
         from testbed.gpunode import operator_stack
@@ -443,7 +444,10 @@ class Node:
             node = self.core.read_node(NODE)
             self.operator_seen = {"state": status.get("state"), "conditions": status.get("conditions"),
                                   "daemonsets": sets, "allocatable_gpu": (node.status.allocatable or {}).get("nvidia.com/gpu")}
-            return (status.get("state") == "ready"
+            # the controller writes state and conditions in two updates: both must say ready
+            reconciled = any(c.get("type") == "Ready" and c.get("status") == "True"
+                             for c in status.get("conditions") or [])
+            return (status.get("state") == "ready" and reconciled
                     and all(sets.get(name, (0, 0))[0] >= 1 for name in operator_stack.OPERANDS)
                     and self.operator_seen["allocatable_gpu"] not in (None, "0")
                     and "nvidia.com/gpu.product" in (node.metadata.labels or {}))
