@@ -2,14 +2,19 @@
 # Included by the top Makefile, which defines VENV, PY, PYTEST and STATE.
 CLUSTER_STATE ?= $(STATE)/cluster
 
-.PHONY: cluster-bins gpu-operator-bins device-plugin-chart testbed-up testbed-down testbed-status
+.PHONY: cluster-bins kubectl-bin gpu-operator-bins device-plugin-chart testbed-up testbed-down testbed-status
 
-TEST_DEPS += cluster-bins gpu-operator-bins device-plugin-chart
+TEST_DEPS += cluster-bins kubectl-bin gpu-operator-bins device-plugin-chart
 
 # Build kube-apiserver/controller-manager/scheduler, etcd and kwok from the Go module proxy,
 # or reuse them from ${GPUCONFORM_CACHE:-~/.cache/gpuconform}/bin/<versions>/.
 cluster-bins:
 	@bash testbed/cluster/build.sh
+
+# kubectl from the same k8s.io/kubernetes release, for the selftest that applies manifests/in-cluster
+# with apply -k as a user does; ${GPUCONFORM_CACHE:-~/.cache/gpuconform}/bin/kubectl-<version>/.
+kubectl-bin:
+	@bash testbed/cluster/build-kubectl.sh
 
 # Build NVIDIA's GPU Operator controller and Helm (testbed/gpuoperator), or reuse them; the
 # operator module's chart and assets are kept beside them.

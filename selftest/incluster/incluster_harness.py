@@ -1,8 +1,8 @@
 """What the in-cluster selftests share: the manifests of manifests/in-cluster applied as a user
 would (kubectl apply: create, else replace), a token of the suite's ServiceAccount from the
 TokenRequest API, a kubeconfig holding only that token, the RBAC rules with the checks their
-comments name, an access review to wait until RBAC has taken a change in, and what the Job
-(50-job.yaml) runs with."""
+comments name, an access review to wait until RBAC has taken a change in, and what a run of the
+CronJob (60-cronjob.yaml) runs with."""
 from __future__ import annotations
 
 import contextlib
@@ -18,7 +18,7 @@ REPO = Path(__file__).resolve().parents[2]
 IN_CLUSTER = REPO / "manifests" / "in-cluster"
 RBAC = IN_CLUSTER / "10-rbac.yaml"
 FENCE = IN_CLUSTER / "11-admission-policy.yaml"
-JOB = IN_CLUSTER / "50-job.yaml"
+CRONJOB = IN_CLUSTER / "60-cronjob.yaml"
 NAMESPACE, SERVICE_ACCOUNT = "gpuconform", "gpuconform"
 USER = f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
 sys.path.insert(0, str(REPO / "selftest" / "cluster_checks"))
@@ -45,6 +45,17 @@ KINDS = {
 
 def documents(path: Path) -> list[dict]:
     return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def base_files() -> list[Path]:
+    """The files of the kustomize base (kustomization.yaml's resources), in its order."""
+    kustomization = yaml.safe_load((IN_CLUSTER / "kustomization.yaml").read_text())
+    return [IN_CLUSTER / name for name in kustomization["resources"]]
+
+
+def run_spec() -> dict:
+    """The spec of each Job the CronJob makes (and of kubectl create job --from=cronjob/...)."""
+    return yaml.safe_load(CRONJOB.read_text())["spec"]["jobTemplate"]["spec"]
 
 
 def _path(obj: dict, *, named: bool) -> str:
@@ -212,13 +223,13 @@ def wait_fence(sa_cluster, timeout: float = 30) -> None:
 
 
 def job_env() -> dict[str, str]:
-    """The literal environment of the Job's container (50-job.yaml), as a pod of it gets it."""
-    container = yaml.safe_load(JOB.read_text())["spec"]["template"]["spec"]["containers"][0]
+    """The literal environment of a run's container (60-cronjob.yaml), as a pod of it gets it."""
+    container = run_spec()["template"]["spec"]["containers"][0]
     return {var["name"]: var["value"] for var in container["env"] if "value" in var}
 
 
 def job_default_hosts() -> str:
-    """The node checks' hosts a Job runs with unless changed: its GPUCONFORM_HOSTS."""
+    """The node checks' hosts a run uses unless changed: its GPUCONFORM_HOSTS."""
     return job_env()["GPUCONFORM_HOSTS"]
 
 

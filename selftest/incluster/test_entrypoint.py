@@ -1,7 +1,7 @@
 """The image's entrypoint, run outside a container (there is no container runtime on these
 machines): the files are laid out as manifests/in-cluster/Containerfile's COPY lines say, the
 package is installed from that copy as its RUN line does (not editable), and the entrypoint runs
-with what a pod of 50-job.yaml has: the ServiceAccount's token, CA and namespace files (at
+with what a pod of the CronJob (60-cronjob.yaml) has: the ServiceAccount's token, CA and namespace files (at
 $GPUCONFORM_SERVICEACCOUNT_DIR instead of /var/run/secrets/kubernetes.io/serviceaccount),
 KUBERNETES_SERVICE_HOST/PORT pointing at the cluster bed, the profile where the ConfigMap is
 mounted, the reports volume, the Job's environment, and no kubeconfig anywhere. The whole cluster
@@ -98,7 +98,7 @@ def image(tmp_path_factory) -> Path:
 
 
 def pod_environment(image: Path, platform, bearer: str, markers: str = "cluster") -> dict[str, str]:
-    """What the container of 50-job.yaml sees: the Containerfile's ENV, the Job's env, the
+    """What the container of 60-cronjob.yaml sees: the Containerfile's ENV, the Job's env, the
     kubelet's in-cluster variables and files; paths moved under ``image``. ``markers`` replaces
     the Job's GPUCONFORM_MARKERS (the bed has no Kubeflow; the node layer needs backed workers)."""
     spec = containerfile()
@@ -161,7 +161,7 @@ def backed(platform):
 
 def test_the_pod_runs_node_checks_of_every_gpu_node_through_kubernetes(image, platform, admin, sa_token, backed,
                                                                       tmp_path):
-    """The Job's default GPUCONFORM_HOSTS, as 50-job.yaml has it, with the node layer beside the
+    """The Job's default GPUCONFORM_HOSTS, as 60-cronjob.yaml has it, with the node layer beside the
     cluster layer: the three GPU workers it selects are probed through pods with the
     ServiceAccount's token; the two good ones pass every node check, the faulty one fails only
     the check its host root gets wrong; the run is REJECTED (exit 1) and its namespaces (the

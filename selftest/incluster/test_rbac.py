@@ -63,7 +63,7 @@ REMOVALS = {
 NOT_IN_THE_BED = {"gpuconform:clusterpolicies.kyverno.io:list", "gpuconform-gpu-operator:policies.kyverno.io:list"}
 
 #: the node checks through k8s-node://: rule -> (--hosts, the line in node.reachable's message);
-#: the selector is the Job's default (read from 50-job.yaml), the single node one it selects
+#: the selector is the Job's default (read from 60-cronjob.yaml), the single node one it selects
 PROBED = "gpu-worker-1"
 NODE_REMOVALS = {
     "gpuconform:nodes:list": (h.job_default_hosts(), "forbidden: needs list nodes (cluster-wide)"),

@@ -5,7 +5,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from testbed.gobuild import read_versions
+from testbed.gobuild import cached, read_versions
 
 HERE = Path(__file__).resolve().parent
 BINARIES = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kwok")
@@ -41,3 +41,9 @@ def ensure_built(allow_build: bool = True) -> Path:
             raise BinariesMissing(f"build.sh failed (rc={result.returncode}):\n{result.stdout[-3000:]}\n"
                                   f"{result.stderr[-3000:]}")
     return bin_dir()
+
+
+def kubectl(allow_build: bool = True) -> Path:
+    """kubectl at the bed's K8S_VERSION (build-kubectl.sh: its own cache folder, so the control
+    plane's binaries are not rebuilt for it), built first when missing and allowed."""
+    return cached(HERE / "build-kubectl.sh", ("kubectl",), "kubectl-bin", allow_build=allow_build) / "kubectl"
