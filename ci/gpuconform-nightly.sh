@@ -61,7 +61,7 @@ mkdir -p "$reports" || die "GPUCONFORM_REPORT_DIR=$reports cannot be created"
 reports=$(cd "$reports" && pwd)
 # One baseline per profile (its name: field; the file name when it cannot be read, the suite then
 # says why): two profiles sharing a report folder never compare with each other's runs.
-key=$(cd "$suite" && "$python" -c 'import sys; from gpuconform.profile import load; print(load(sys.argv[1]).name)' \
+key=$("$python" -c 'import sys; from gpuconform.profile import load; print(load(sys.argv[1]).name)' \
   "$profile" 2>/dev/null) || key=
 [ -n "$key" ] || { key=$(basename "$profile"); key=${key%.*}; }
 key=$(printf '%s' "$key" | tr -c 'A-Za-z0-9._-' '_')
