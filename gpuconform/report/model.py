@@ -215,15 +215,18 @@ def count(records: list[dict]) -> tuple[dict[str, int], dict[str, dict[str, int]
 
 def overall(records: list[dict], waivers: list[dict], layers_run: set[str],
             interrupted: bool = False, drifted: tuple[str, ...] = ()) -> Overall:
-    """ACCEPTED only when the run finished, results exist, nothing failed or errored, every
-    waiver is valid, and no drift kind named by --fail-on-drift drifted (``drifted``)."""
+    """ACCEPTED only when the run finished, results exist, nothing failed, errored or was
+    blocked, every waiver is valid, and no drift kind named by --fail-on-drift drifted (``drifted``)."""
     reasons = ["the run was interrupted (Ctrl-C or SIGTERM): not every check ran"] if interrupted else []
     if not records:
         reasons.append("no check ran")
-    for verdict in ("fail", "error"):
+    said = {"fail": "failed", "error": "could not be checked (error)",
+            # judged by nothing: a prerequisite did not pass, even one this run did not select
+            "blocked": "blocked (not judged: a lower check did not pass)"}
+    for verdict, words in said.items():
         n = sum(r["verdict"] == verdict for r in records)
         if n:
-            reasons.append(f"{n} {'failed' if verdict == 'fail' else 'could not be checked (error)'}")
+            reasons.append(f"{n} {words}")
     reasons += [f"waiver #{w['index'] + 1} ({w['check']} on {w['host']}) expired on {w['expires']}"
                 for w in waivers if w["status"] == "expired"]
     if drifted:

@@ -46,8 +46,12 @@ def test_waiver_holds_through_its_expiry_day_and_a_valid_one_wins():
 
 
 def test_overall_verdict_rules():
-    ok = [record(verdict="pass"), record(verdict="waived"), record(verdict="skip"), record(verdict="blocked")]
+    ok = [record(verdict="pass"), record(verdict="waived"), record(verdict="skip")]
     assert model.overall(ok, [], {"node"}).word == model.ACCEPTED
+    # blocked is never judged: a run whose checks are blocked by a prerequisite it did not even
+    # select (-m aiconformance without cluster.api.reachable, the API server down) is no pass
+    blocked = model.overall(ok + [record(verdict="blocked")] * 5, [], {"cluster"})
+    assert blocked.word == model.REJECTED and blocked.reasons == ["5 blocked (not judged: a lower check did not pass)"]
     assert model.overall(ok + [record(verdict="error")], [], {"node"}).word == model.REJECTED
     assert model.overall(ok + [record(verdict="fail")], [], {"node"}).word == model.REJECTED
     expired = [{"index": 0, "check": "x", "host": "*", "expires": "2020-01-01", "status": "expired"}]

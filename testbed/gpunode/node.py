@@ -457,6 +457,20 @@ class Node:
             print(f"operator state seen last: {json.dumps(self.operator_seen, default=str)}", flush=True)
         self.mark("GPU Operator ready: " + json.dumps(self.operator_seen["daemonsets"]))
 
+    def operator_faults(self) -> None:
+        """Part 3's fault, made as a site makes it: ``helm upgrade --set devicePlugin.enabled=false``
+        reaches the ClusterPolicy, NVIDIA's controller deletes the plugin's DaemonSet and the
+        kubelet withdraws the GPU (expected: REJECTED by the operand and allocatable checks)."""
+        from kubernetes import dynamic
+        policies = dynamic.DynamicClient(self.api).resources.get(api_version="nvidia.com/v1", kind="ClusterPolicy")
+        policies.patch(name="cluster-policy", body={"spec": {"devicePlugin": {"enabled": False}}},
+                       content_type="application/merge-patch+json")
+        self.wait("allocatable nvidia.com/gpu 0 after the operator removed the device plugin",
+                  lambda: (self.core.read_node(NODE).status.allocatable or {}).get("nvidia.com/gpu", "0") == "0", 120)
+        self.mark("ClusterPolicy devicePlugin.enabled=false: plugin gone, allocatable 0")
+        self.suite("fault-operator-device-plugin-disabled", "cluster",
+                   ("cluster.operator.operand", "cluster.mig.allocatable"), blocked=("cluster.workload.vectoradd_gpu",))
+
     # -- the suite -----------------------------------------------------------------------------
     def suite(self, name: str, marker: str, failing: tuple[str, ...] = (), blocked: tuple[str, ...] = ()) -> dict:
         """One suite run; as expected when it is ACCEPTED with no ``failing`` checks named, or
@@ -588,7 +602,7 @@ def _deadline(signum, frame) -> None:
 
 def run(payload: Path, out: Path, *, faults: bool = True, operator_payload: Path | None = None) -> int:
     """Part 2 (and 4): the device plugin stack from its chart, then the faults. With
-    ``operator_payload``, part 3 instead: the GPU Operator deploys the stack."""
+    ``operator_payload``, part 3 instead: the GPU Operator deploys the stack, then its fault."""
     # `timeout -s TERM` around the device command: the reports and logs are still packed into $OUT
     signal.signal(signal.SIGTERM, _deadline)
     t0 = time.monotonic()
@@ -618,8 +632,8 @@ def run(payload: Path, out: Path, *, faults: bool = True, operator_payload: Path
         else:
             node.device_plugin(objects)
         node.suite("healthy", "node or cluster")
-        if faults and not operator:
-            node.faults(objects)
+        if faults:
+            node.operator_faults() if operator else node.faults(objects)
         return 0 if all(r["as_expected"] for r in node.runs) else 1
     except Exception as exc:  # noqa: BLE001 - whatever broke is reported with the logs
         node.mark(f"bring-up failed: {type(exc).__name__}: {exc}")
