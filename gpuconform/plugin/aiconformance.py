@@ -33,15 +33,17 @@ class Export:
             raise inputs.InputError("--ai-conformance: the run's reports are its evidence: drop --no-reports")
         self.folder = inputs.report_dir(Path(opt.gpuconform_ai_conformance), "--ai-conformance")
 
-    @pytest.hookimpl(tryfirst=True)  # before -m deselects: the marker is added here
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Checks that decide a requirement of the profile's checklist (mapping.py) carry the
-        ``aiconformance`` marker: ``-m aiconformance`` runs all that feeds the export."""
-        ids = self.checklist.ids()
-        for item in items:
-            mark = item.get_closest_marker("check")
-            if mark is not None and mapping.requirement_of(mark.kwargs.get("id", ""), ids):
-                item.add_marker(MARKER)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(self, collector, name: str, obj) -> None:
+        """A check that decides a requirement of the profile's checklist (mapping.py) carries the
+        ``aiconformance`` marker on its function, before its items are made: ``-m aiconformance``
+        runs all that feeds the export, and a check parametrized from the cluster sees itself
+        selected when its parameters are drawn (tests/cluster/conftest.py)."""
+        marks = getattr(obj, "pytestmark", None) if callable(obj) else None
+        check_id = next((m.kwargs.get("id", "") for m in marks or () if getattr(m, "name", None) == "check"), None)
+        if check_id and mapping.requirement_of(check_id, self.checklist.ids()) \
+                and not any(m.name == MARKER for m in marks):
+            pytest.mark.aiconformance(obj)
 
     @pytest.hookimpl(wrapper=True)  # after the JSON (Hooks), the HTML (pytest-html) and JUnit are written
     def pytest_sessionfinish(self, session: pytest.Session):
