@@ -1,5 +1,5 @@
 """The checklists of the CNCF Kubernetes AI Conformance program, one per Kubernetes minor version
-(``checklists/AIConformance-<version>.yaml``: the program's files, verbatim below a header citing
+(``AIConformance-<version>.yaml`` beside this file: the program's files, verbatim below a header citing
 their source and commit). A requirement's ``id``, ``description`` and ``level`` go into
 PRODUCT.yaml exactly as the checklist has them."""
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Checklist:
 
 
 def _folder():
-    return files("gpuconform.aiconformance").joinpath("checklists")
+    return files("gpuconform.aiconformance")
 
 
 def versions() -> tuple[str, ...]:

@@ -93,7 +93,7 @@ class DeclaredRequirement(Strict):
 class AiConformanceExport(Strict):
     """What --ai-conformance=DIR reads (the PRODUCT.yaml export)."""
     checklist: str | None = Field(None, description="the program's checklist version (1.33 … 1.36: "
-                                                    "gpuconform/aiconformance/checklists); null: the newest shipped")
+                                                    "gpuconform/aiconformance/AIConformance-X.Y.yaml); null: the newest shipped")
     product: Product | None = Field(None, description="PRODUCT.yaml's metadata; null: --ai-conformance refuses to run")
     requirements: dict[str, DeclaredRequirement] = Field(
         default_factory=dict, description="requirement id -> status the profile declares, for requirements no "

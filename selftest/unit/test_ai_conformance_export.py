@@ -20,7 +20,7 @@ from gpuconform.profile.ai_conformance import DeclaredRequirement, Product
 from runner import REPO, run_suite
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "aiconformance"
-CHECKLISTS = REPO / "gpuconform" / "aiconformance" / "checklists"
+CHECKLISTS = REPO / "gpuconform" / "aiconformance"
 
 PRODUCT = Product(platform_name="Seed ML Platform", platform_version="2.3", vendor_name="Example Bank",
                   website_url="https://ml.example.com", documentation_url="https://ml.example.com/docs",
