@@ -40,7 +40,9 @@ class Export:
         runs all that feeds the export, and a check parametrized from the cluster sees itself
         selected when its parameters are drawn (tests/cluster/conftest.py)."""
         marks = getattr(obj, "pytestmark", None) if callable(obj) else None
-        check_id = next((m.kwargs.get("id", "") for m in marks or () if getattr(m, "name", None) == "check"), None)
+        if not isinstance(marks, list):  # a class may hold one MarkDecorator; checks are functions
+            return
+        check_id = next((m.kwargs.get("id", "") for m in marks if getattr(m, "name", None) == "check"), None)
         if check_id and mapping.requirement_of(check_id, self.checklist.ids()) \
                 and not any(m.name == MARKER for m in marks):
             pytest.mark.aiconformance(obj)
@@ -71,6 +73,7 @@ class Export:
             return
         found = rules.problems(path, self.checklist)
         verdict = "passes the program's rules" if not found else f"fails {len(found)} of the program's rules:"
+        self._say("")  # off the progress line
         self._say(f"gpuconform: AI conformance: {path} (checklist {self.checklist.version}) {verdict}")
         for problem in found[:SHOWN_PROBLEMS]:
             self._say(f"  - {problem}", yellow=True)
