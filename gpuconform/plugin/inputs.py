@@ -202,16 +202,17 @@ def report_name(name: str) -> str:
     return name
 
 
-def report_dir(folder: Path) -> Path:
-    """The report folder, created if need be, proven writable by writing a file there."""
+def report_dir(folder: Path, option: str = "--report-dir") -> Path:
+    """The report folder (or another output folder, given by ``option``), created if need be,
+    proven writable by writing a file there."""
     if folder.exists() and not folder.is_dir():
-        raise InputError(f"--report-dir {folder}: exists and is not a directory")
+        raise InputError(f"{option} {folder}: exists and is not a directory")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder, prefix=".gpuconform-write-test-"):
             pass
     except OSError as exc:
-        raise InputError(f"--report-dir {folder}: cannot write there: {exc.strerror or exc}") from None
+        raise InputError(f"{option} {folder}: cannot write there: {exc.strerror or exc}") from None
     return folder
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuconform.plugin import cluster_fixtures, distribution, fixtures, heap, hooks, k8s_node_fixtures, remediation_fixtures
+from gpuconform.plugin import aiconformance, cluster_fixtures, distribution, fixtures, heap, hooks, k8s_node_fixtures, remediation_fixtures
 from gpuconform.suite import is_suite
 
 MARKERS = {
@@ -16,6 +16,8 @@ MARKERS = {
     "mig": "checks about MIG configuration",
     "disruptive": "checks that change the platform (opt-in)",
     "security": "security findings",
+    "aiconformance": "checks that decide a requirement of the CNCF Kubernetes AI Conformance checklist "
+                     "(--ai-conformance)",
     "check(id, title, fix, needs, evidence)": "conformance check metadata",
 }
 
@@ -67,6 +69,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "kubernetes, gpu_operator, kubeflow (default: drift alone fails nothing; needs --baseline)")
     group.addoption("--force-baseline", dest="gpuconform_force_baseline", action="store_true", default=False,
                     help="compare with --baseline even though that run was not ACCEPTED (the report says so)")
+    group.addoption("--ai-conformance", dest="gpuconform_ai_conformance", metavar="DIR", default=None,
+                    help="write DIR/PRODUCT.yaml for the CNCF Kubernetes AI Conformance program: the profile's "
+                         "ai_conformance.product and checklist, each requirement's status from its checks "
+                         "(-m aiconformance runs them) or the profile, the run's reports as evidence "
+                         "(gpuconform/aiconformance/README.md) (default: none written)")
     group.addoption("--kubeconfig", dest="gpuconform_kubeconfig", metavar="PATH", default=None,
                     help="kubeconfig of the cluster under test (default: $KUBECONFIG, in-cluster "
                          "config when run in a pod, else ~/.kube/config)")
@@ -116,6 +123,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
     config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
     config.pluginmanager.register(k8s_node_fixtures, "gpuconform-k8s-node-fixtures")
-    config.pluginmanager.register(hooks.Hooks(config, suite), "gpuconform-hooks")
+    suite_hooks = hooks.Hooks(config, suite)
+    config.pluginmanager.register(suite_hooks, "gpuconform-hooks")
+    config.pluginmanager.register(aiconformance.Export(config, suite_hooks, suite_hooks.profile),
+                                  "gpuconform-ai-conformance")
     config.pluginmanager.register(hooks.OneLineReports(), "gpuconform-one-line-reports")
     config.pluginmanager.register(hooks.ReportFiles(config), "gpuconform-report-files")

@@ -25,6 +25,20 @@ contexts: [{name: bed, context: {cluster: bed, user: u}}]
 current-context: bed
 """
 
+#: a valid ai_conformance section (gpuconform/aiconformance/README.md)
+AICONF = """ai_conformance:
+  checklist: "1.36"
+  product:
+    platform_name: Seed ML Platform
+    platform_version: "2.3"
+    vendor_name: Example Bank
+    website_url: https://ml.example.com
+    documentation_url: https://ml.example.com/docs
+    product_logo_url: https://ml.example.com/logo.svg
+    description: Bare-metal GPU Kubernetes.
+    contact_email_address: ml-platform@example.com
+    k8s_conformance_url: https://github.com/cncf/k8s-conformance/tree/master/v1.36/seed
+"""
 SMALL_PROFILE = "name: t\nnode:\n  driver: {version: 580.95.05}\n  gpu: {product: NVIDIA H100 80GB HBM3, count: 8}\n"
 
 
@@ -158,6 +172,25 @@ CASES = [
     ("waivers-host-bad-pattern", {"w.yaml": "waivers:\n  - {check: a, host: 'gpu-[1', reason: why not, owner: me, expires: 2099-01-01}\n"},
      ["--waivers={d}/w.yaml"], r"{d}/w.yaml: waivers.0.host: Value error, 'gpu-\[1': '\[' without its '\]' \(fnmatch pattern\)"),
     ("report-name-newline", {}, ["--report-name=a\nb"], r"--report-name 'a\\nb': a plain file name"),
+    # the AI conformance export (--ai-conformance, profile ai_conformance:)
+    ("aiconf-placeholder", {"p.yaml": profile_with(AICONF.replace("vendor_name: Example Bank", "vendor_name: '[Vendor Name]'"))},
+     ["--profile={d}/p.yaml"], r"{d}/p.yaml: ai_conformance.product.vendor_name: Value error, '\[Vendor Name\]' is the checklist's placeholder"),
+    ("aiconf-k8s-conformance-url", {"p.yaml": profile_with(AICONF.replace("tree/master/v1.36/seed", "blob/x"))},
+     ["--profile={d}/p.yaml"], r"{d}/p.yaml: ai_conformance.product.k8s_conformance_url: Value error, https://github.com/cncf/k8s-conformance/tree/master/vX.Y/<product>"),
+    ("aiconf-unknown-requirement", {"p.yaml": profile_with(AICONF + "  requirements: {gang_schedulng: {status: Implemented, notes: Kueue}}\n")},
+     ["--profile={d}/p.yaml"], r"{d}/p.yaml: ai_conformance.requirements: Value error, 'gang_schedulng': not a requirement of checklist 1.36"),
+    ("aiconf-status", {"p.yaml": profile_with(AICONF + "  requirements: {gang_scheduling: {status: Done, notes: Kueue}}\n")},
+     ["--profile={d}/p.yaml"], r"{d}/p.yaml: ai_conformance.requirements.gang_scheduling.status: Input should be 'Implemented', 'Not Implemented', 'Partially Implemented' or 'N/A', got 'Done'"),
+    ("aiconf-na-without-notes", {"p.yaml": profile_with(AICONF + "  requirements: {cluster_autoscaling: {status: N/A}}\n")},
+     ["--profile={d}/p.yaml"], r"{d}/p.yaml: ai_conformance.requirements.cluster_autoscaling.notes: Field required"),
+    ("aiconf-checklist", {"p.yaml": profile_with(AICONF.replace('"1.36"', '"1.30"'))},
+     ["--profile={d}/p.yaml"], r"{d}/p.yaml: ai_conformance.checklist: Value error, no checklist '1.30': one of 1.33, 1.34, 1.35, 1.36"),
+    ("aiconf-no-product", {"p.yaml": profile_with()}, ["--profile={d}/p.yaml", "--ai-conformance={d}/out"],
+     r"--ai-conformance: {d}/p.yaml: ai_conformance.product: the product's metadata is required"),
+    ("aiconf-dir-is-file", {"p.yaml": profile_with(AICONF), "f": "x"}, ["--profile={d}/p.yaml", "--ai-conformance={d}/f"],
+     r"--ai-conformance {d}/f: exists and is not a directory"),
+    ("aiconf-no-reports", {"p.yaml": profile_with(AICONF)}, ["--profile={d}/p.yaml", "--ai-conformance={d}/out", "--no-reports"],
+     r"--ai-conformance: the run's reports are its evidence: drop --no-reports"),
     ("profile-typo-secret-not-echoed", {"p.yaml": profile_with(KUBEFLOW + "  account: {pasword: Pl4ntTypoValue}\n")}, ["--profile={d}/p.yaml"],
      r"{d}/p.yaml: kubeflow.account.pasword: unknown field \(a typo\?\)$"),
 ]

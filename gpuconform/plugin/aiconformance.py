@@ -1,0 +1,86 @@
+"""``--ai-conformance=DIR``: the PRODUCT.yaml of the CNCF Kubernetes AI Conformance program
+(gpuconform/aiconformance/), written when every report of the run is (they are its evidence), on
+the process that writes the reports, then judged by the program's rules (a line per problem)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuconform.aiconformance import checklist as checklists, export, mapping, rules
+from gpuconform.plugin import inputs
+
+MARKER = "aiconformance"
+FILE = "PRODUCT.yaml"
+SHOWN_PROBLEMS = 20
+
+
+class Export:
+    def __init__(self, config: pytest.Config, hooks, profile):
+        """The option's input is checked here, before anything runs (one line, exit 4)."""
+        self.config = config
+        self.hooks = hooks
+        self.section = profile.profile.ai_conformance
+        self.checklist = checklists.load(self.section.chosen_checklist())
+        self.folder: Path | None = None
+        opt = config.option
+        if opt.gpuconform_ai_conformance is None or opt.collectonly or hasattr(config, "workerinput"):
+            return
+        if self.section.product is None:
+            raise inputs.InputError(f"--ai-conformance: {profile.path}: ai_conformance.product: the product's "
+                                    f"metadata is required for PRODUCT.yaml (platform_name, vendor_name …)")
+        if opt.gpuconform_no_reports:
+            raise inputs.InputError("--ai-conformance: the run's reports are its evidence: drop --no-reports")
+        self.folder = inputs.report_dir(Path(opt.gpuconform_ai_conformance), "--ai-conformance")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(self, collector, name: str, obj) -> None:
+        """A check that decides a requirement of the profile's checklist (mapping.py) carries the
+        ``aiconformance`` marker on its function, before its items are made: ``-m aiconformance``
+        runs all that feeds the export, and a check parametrized from the cluster sees itself
+        selected when its parameters are drawn (tests/cluster/conftest.py)."""
+        marks = getattr(obj, "pytestmark", None) if callable(obj) else None
+        if not isinstance(marks, list):  # a class may hold one MarkDecorator; checks are functions
+            return
+        check_id = next((m.kwargs.get("id", "") for m in marks if getattr(m, "name", None) == "check"), None)
+        if check_id and mapping.requirement_of(check_id, self.checklist.ids()) \
+                and not any(m.name == MARKER for m in marks):
+            pytest.mark.aiconformance(obj)
+
+    @pytest.hookimpl(wrapper=True)  # after the JSON (Hooks), the HTML (pytest-html) and JUnit are written
+    def pytest_sessionfinish(self, session: pytest.Session):
+        result = yield
+        run = self.hooks.run
+        if self.folder is not None and run is not None and run.doc is not None:
+            self._write(run.doc)
+        return result
+
+    def _report_files(self) -> list[Path | None]:
+        from _pytest.junitxml import xml_key
+        xml = self.config.stash.get(xml_key, None)
+        html = getattr(self.config.option, "htmlpath", None)
+        return [Path(html) if html else None, self.hooks.json_path, Path(xml.logfile) if xml else None]
+
+    def _write(self, doc: dict) -> None:
+        path = self.folder / FILE
+        evidence = export.relative_evidence(self._report_files(), self.folder)
+        product = export.product_document(doc, self.checklist, self.section.product.metadata(),
+                                          self.section.requirements, evidence)
+        try:
+            export.write(path, product, self.checklist, self.hooks.json_path.name)
+        except OSError as exc:
+            self._say(f"gpuconform: could not write {path} ({exc.strerror or exc})", red=True)
+            return
+        found = rules.problems(path, self.checklist)
+        verdict = "passes the program's rules" if not found else f"fails {len(found)} of the program's rules:"
+        self._say("")  # off the progress line
+        self._say(f"gpuconform: AI conformance: {path} (checklist {self.checklist.version}) {verdict}")
+        for problem in found[:SHOWN_PROBLEMS]:
+            self._say(f"  - {problem}", yellow=True)
+        if len(found) > SHOWN_PROBLEMS:
+            self._say(f"  … and {len(found) - SHOWN_PROBLEMS} more")
+
+    def _say(self, line: str, **markup) -> None:
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(line, **markup)
