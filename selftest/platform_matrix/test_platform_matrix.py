@@ -74,3 +74,20 @@ def test_lost_gpu_is_rejected_by_allocatable(site, tmp_path):
               if k != ("cluster.mig.allocatable", "gpu-worker-1") and v["verdict"] not in ("pass", "skip")}
     assert not others, f"{name}: the lost GPU also broke {others}"
     assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("site", ["mig-single"], indirect=True)
+def test_a_profiles_mig_resources_missing_block_the_mig_checks(site, tmp_path):
+    """The article's profile (mixed strategy: nvidia.com/mig-* resources) on a site that offers its
+    MIG devices as nvidia.com/gpu (single strategy): the profile declares MIG resources the
+    platform lacks, so cluster.node.sharing fails and every MIG check is blocked by it, never
+    skipped for the cluster's shape (issue #26)."""
+    name, bed = site
+    proc, results = _run(bed, "seed-h100.yaml", tmp_path, "-k", "test_gpu_nodes or test_workloads")
+    assert results[("cluster.node.sharing", "gpu-worker-1")]["verdict"] == "fail"
+    mig_checks = {k: r for k, r in results.items() if k[1] == "<no MIG resource offered>"}
+    assert mig_checks, sorted(results)
+    for key, r in mig_checks.items():
+        assert r["verdict"] == "blocked" and "blocked by cluster.node.sharing" in r["message"], (key, r)
+        assert "runs sharing 'mig-single'" in r["message"], (key, r["message"])
+    assert proc.returncode == 1

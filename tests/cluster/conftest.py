@@ -90,7 +90,33 @@ def _nothing_to_judge(request: pytest.FixtureRequest, cluster_expected):
                     f"(judged by cluster.nodes.gpu_workers)")
     if params.get("mig_resource") == NO_MIG:
         cluster = request.getfixturevalue("cluster")
-        pytest.skip(_why_no_mig(cluster, cluster_expected))
+        pytest.skip(_mig_should_be_offered(cluster, cluster_expected, request.getfixturevalue("expected_mig"))
+                    or _why_no_mig(cluster, cluster_expected))
+
+
+def _mig_should_be_offered(cluster, cluster_expected, expected_mig) -> str | None:
+    """Why the MIG checks are blocked when the profile's platform offers MIG resources that no GPU
+    worker offers: the profile declares them and the platform lacks them, a failure of the check
+    that judges it (the worker's sharing mode, else its allocatable), never a skip for the
+    cluster's shape (issue #26). None when the profile's platform offers none either."""
+    from gpuconform.checks import REGISTRY
+    from gpuconform.cluster import gpunode
+    from gpuconform.mig import RESOURCE_MIG_PREFIX
+    from gpuconform.plugin.cluster_fixtures import declared
+    from gpuconform.plugin.gating import blocked
+    gpu_nodes = cluster.gpu_nodes()
+    if cluster_expected.gpu_workers.sharing.mode == "mig-mixed":
+        for n in gpu_nodes:
+            how = gpunode.node_sharing(cluster, declared(cluster_expected), n, as_declared=False)
+            if how.mode != "mig-mixed":
+                return blocked("cluster.node.sharing", REGISTRY["cluster.node.sharing"]["title"],
+                               f"{nodes.name(n)} runs sharing {how.mode!r} ({how.why}), the profile says 'mig-mixed'")
+    should = {nodes.name(n): mig for n in gpu_nodes
+              if (mig := {r: c for r, c in expected_mig(nodes.name(n)).allocatable.items() if r.startswith(RESOURCE_MIG_PREFIX)})}
+    if should:
+        return blocked("cluster.mig.allocatable", REGISTRY["cluster.mig.allocatable"]["title"],
+                       f"no GPU worker offers {RESOURCE_MIG_PREFIX}* resources; the platform should: {should}")
+    return None
 
 
 def _why_no_mig(cluster, cluster_expected) -> str:
