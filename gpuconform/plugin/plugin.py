@@ -16,6 +16,7 @@ MARKERS = {
     "mig": "checks about MIG configuration",
     "disruptive": "checks that change the platform (opt-in)",
     "security": "security findings",
+    "aiconformance": "CNCF Kubernetes AI Conformance requirement checks (opt-in; tests/cluster/test_aiconformance.py)",
     "check(id, title, fix, needs, evidence)": "conformance check metadata",
 }
 

@@ -11,6 +11,7 @@ Shape::
     timeouts: {...}
     cluster: {...}                         # ClusterExpectations (profile/cluster.py, tests/cluster)
     kubeflow: {...}                        # KubeflowExpectations (profile/kubeflow.py, tests/kubeflow)
+    ai_conformance: {...}                  # AiConformance (profile/aiconformance.py, -m aiconformance)
 
 Loading validates everything once (groups included) and raises ``ProfileError`` with one line:
 file, field path, what was expected. Every field carries its description:
@@ -26,6 +27,7 @@ from pydantic import Field, ValidationError, field_validator
 
 from gpuconform import yamlfile
 from gpuconform.node.probe import ProbeInputs
+from gpuconform.profile.aiconformance import AiConformance
 from gpuconform.profile._base import FilePath, Pattern, Strict
 from gpuconform.profile.catalogs import KUBEFLOW_110_COMPONENTS, KUBEFLOW_CLUSTER_ADMIN_SUBJECTS
 from gpuconform.profile.cluster import (GPU_TOLERATION, ClusterExpectations, ClusterTimeouts, GpuOperator,
@@ -43,7 +45,7 @@ __all__ = [
     "MigReconfigure", "ServerVersion", "Toleration", "Workloads", "GPU_TOLERATION",
     "KubeflowExpectations", "KubeflowAccount", "KubeflowIngress", "KubeflowIssuer", "KubeflowTimeouts",
     "KubeflowWebApp", "KUBEFLOW_WEB_APPS", "KUBEFLOW_110_COMPONENTS", "KUBEFLOW_CLUSTER_ADMIN_SUBJECTS",
-    "FilePath", "Pattern",
+    "FilePath", "Pattern", "AiConformance",
 ]
 
 
@@ -76,8 +78,10 @@ class Profile(Strict):
                                                                             "null: its defaults")
     kubeflow: KubeflowExpectations = Field(KubeflowExpectations(), description="the Kubeflow endpoint "
                                                                                "(tests/kubeflow); null: none declared")
+    ai_conformance: AiConformance = Field(AiConformance(), description="the CNCF Kubernetes AI Conformance checks "
+                                          "(-m aiconformance) and the declared status of what they cannot decide")
 
-    @field_validator("cluster", "kubeflow", mode="before")
+    @field_validator("cluster", "kubeflow", "ai_conformance", mode="before")
     @classmethod
     def _null_is_the_defaults(cls, value):
         """``kubeflow: null`` as ``node: null`` is accepted: nothing declared for that layer."""
