@@ -17,8 +17,6 @@ from gpuconform.parsers.prometheus import parse_samples
 
 pytestmark = pytest.mark.aiconformance
 
-WORKLOAD_NEEDS = ["cluster.operator.clusterpolicy_ready"]
-
 
 @pytest.fixture(autouse=True)
 def _requirement(request, ai_expected, evidence):
@@ -74,7 +72,7 @@ def access_run(request, access_case, cluster, workloads, _pod_runs, evidence):
 @check("aiconf.secure_accelerator_access", "A container sees exactly the GPUs it asked for",
        fix="a container sees a GPU it did not ask for: set the toolkit's accept-nvidia-visible-devices-envvar-"
            "when-unprivileged=false and the device plugin's deviceListStrategy to volume-mounts or cdi-cri; "
-           "no privileged GPU pods", needs=WORKLOAD_NEEDS)
+           "no privileged GPU pods", needs=["cluster.operator.clusterpolicy_ready"])
 def test_secure_accelerator_access(cluster, cluster_expected, access_case, access_run):
     """secure_accelerator_access (mirrors kubernetes-sigs/ai-conformance TestSecureAcceleratorAccess):
     a container asking one GPU sees one, a container asking none sees none, also beside a container
@@ -102,7 +100,7 @@ def driver_probe(cluster, workloads, ai_expected, _pod_runs, evidence):
        fix="the node's driver changed under its advertisement, or the container sees other driver libraries than "
            "the kernel module's ('Driver/library version mismatch': reboot or reload the driver after an upgrade); "
            "GPU Feature Discovery (or the DRA driver) relabels the node once NVML answers",
-       needs=WORKLOAD_NEEDS)
+       needs=["cluster.operator.clusterpolicy_ready"])
 @pytest.mark.parametrize("version_kind", ["driver", "cuda"])
 def test_driver_runtime_management(cluster, cluster_expected, ai_expected, version_kind, driver_probe):
     """driver_runtime_management (mirrors kubernetes-sigs/ai-conformance TestAcceleratorDriverRuntimeManagement):
@@ -152,7 +150,7 @@ def test_accelerator_metrics(cluster, ai_expected, metric_kind, metrics_scrape):
 @check("aiconf.gpu_sharing", "A GPU sharing strategy is offered and a pod runs on a shared device",
        fix="offer MIG (the GPU Operator's mig.strategy and a mig-parted config) or time-slicing/MPS (the device "
            "plugin's sharing config) and check the cluster.mig.* and cluster.node.sharing checks",
-       needs=WORKLOAD_NEEDS)
+       needs=["cluster.operator.clusterpolicy_ready"])
 @pytest.mark.parametrize("sharing_item", ["advertised", "usable"])
 def test_gpu_sharing(cluster, cluster_expected, sharing_item, vectoradd_on, evidence):
     """gpu_sharing (no automated upstream test): a GPU worker advertises MIG devices as schedulable
