@@ -52,3 +52,16 @@ def test_a_layer_run_imports_no_other_layer(expr, blocked):
              f"sys.meta_path.insert(0, Block())\n")
     n, out = _selected(expr, block)
     assert n > 0 and not re.search(r"\d+ errors?\b|Interrupted|ImportError", out), out[-2000:]
+
+
+def test_aiconformance_is_opt_in_and_only_its_checks():
+    """-m aiconformance collects exactly the aiconf checks (no node or Kubeflow folder imported);
+    -m cluster and a run without -m leave them out (tests/cluster/README.md says why)."""
+    block = ("import sys\nclass Block:\n    def find_spec(self, name, path=None, target=None):\n"
+             "        if name == 'gpuconform.kubeflow' or name.startswith('gpuconform.kubeflow.'):\n"
+             "            raise ImportError(name)\nsys.meta_path.insert(0, Block())\n")
+    n, out = _selected("aiconformance", block)
+    items = [line for line in out.splitlines() if "::" in line]
+    assert n == len(items) > 0 and all(i.startswith("tests/cluster/test_aiconformance.py::") for i in items), out[-2000:]
+    assert "test_aiconformance" not in _selected("cluster")[1]
+    assert "test_aiconformance" not in _selected("not node")[1]
