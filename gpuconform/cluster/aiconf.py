@@ -7,6 +7,7 @@ from __future__ import annotations
 from gpuconform.cluster import nodes
 from gpuconform.cluster.connect import Cluster
 from gpuconform.cluster.errors import ClusterError, Forbidden
+from gpuconform.cluster.waiting import WaitTimeout, watch_one
 
 #: GFD (k8s-device-plugin internal/lm) labels and the NVIDIA DRA driver's device attributes
 #: (k8s-dra-driver-gpu: driverVersion, cudaDriverVersion) of the driver and the CUDA version
@@ -105,9 +106,10 @@ def crd_established(cluster: Cluster, name: str) -> str | None:
     return None if cond.get("status") == "True" else f"CRD {name} not Established: {cond or 'no condition'}"
 
 
-def trainjob(namespace: str, name: str, runtime: str) -> dict:
+def trainjob(namespace: str, name: str, runtime: str, labels: dict[str, str]) -> dict:
+    """A TrainJob on the ClusterTrainingRuntime ``runtime``, carrying the run's ``labels``."""
     return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
             "spec": {"runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org",
                                     "kind": "ClusterTrainingRuntime"}}}
 
@@ -123,3 +125,33 @@ def create_refusal(cluster: Cluster, body: dict) -> str | None:
             raise  # no right to create TrainJobs: could not check
         return str(exc)
     return None
+
+
+def _conditions(job: dict | None) -> dict[str, str]:
+    return {c.get("type"): c.get("status") for c in ((job or {}).get("status") or {}).get("conditions") or []}
+
+
+def run_trainjob(cluster: Cluster, body: dict, timeout: float) -> str:
+    """Create the TrainJob and wait until its controller marks it Complete or Failed: "Complete",
+    "Failed: <conditions>", "refused: <why>" or the wait's timeout with the last state seen. It is
+    deleted afterwards."""
+    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
+    try:
+        created = cluster.request("POST", f"{TRAINER}/namespaces/{ns}/trainjobs", body=body,
+                                  what=f"creating TrainJob {name}")
+    except ClusterError as exc:
+        if isinstance(exc, Forbidden) and "admission webhook" not in str(exc):
+            raise
+        return f"refused: {exc}"
+    try:
+        job = watch_one(cluster, f"TrainJob {ns}/{name} to complete", f"{TRAINER}/namespaces/{ns}/trainjobs",
+                        name=name, timeout=timeout, since=created,
+                        condition=lambda j: j if {"Complete", "Failed"} & {t for t, v in _conditions(j).items()
+                                                                          if v == "True"} else None,
+                        describe=lambda j: f"conditions {_conditions(j) or 'none'}")
+    except WaitTimeout as exc:
+        return str(exc)
+    finally:
+        cluster.request("DELETE", f"{TRAINER}/namespaces/{ns}/trainjobs/{name}", what=f"deleting TrainJob {name}",
+                        missing_ok=True)
+    return "Complete" if _conditions(job).get("Complete") == "True" else f"Failed: {_conditions(job)}"

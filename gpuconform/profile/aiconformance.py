@@ -49,7 +49,9 @@ class KubeflowTrainer(Strict):
     installed: bool = Field(False, description="the platform runs Kubeflow Trainer (TrainJob): robust_controller is "
                             "judged on it; false: robust_controller skips saying so")
     runtime: str = Field("torch-distributed", description="ClusterTrainingRuntime a valid TrainJob refers to")
-    image: str = Field("busybox:1.36", description="image of the valid TrainJob's trainer (it runs `true`)")
+    namespace: str | None = Field(None, description="namespace of the TrainJobs robust_controller creates (its Pod "
+                                  "Security must admit the runtime's pods); null: the run's namespace, Pod "
+                                  "Security restricted")
 
 
 class AiConformance(Strict):

@@ -72,6 +72,7 @@ def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, pr
         ("aiconf.dra_support", "driver"): ("fail", "DRA driver gpu.nvidia.com: DeviceClasses selecting it none"),
         ("aiconf.robust_controller", "crd_established"): ("fail", "CRD trainjobs.trainer.kubeflow.org is not registered"),
         ("aiconf.robust_controller", "invalid_refused"): ("fail", "refused, not by a webhook"),
+        ("aiconf.robust_controller", "valid_completes"): ("fail", "TrainJob on ClusterTrainingRuntime torch-distributed: refused"),
     }
     got = {k: (results[k]["verdict"], results[k]["message"]) for k in expected if k in results}
     for key, (verdict, text) in expected.items():

@@ -184,24 +184,31 @@ def test_dra_support(cluster, ai_expected, dra_item, evidence):
 
 
 # -- robust_controller -------------------------------------------------------------------------
-@check("aiconf.robust_controller", "Kubeflow Trainer: TrainJob CRD established, webhook refuses an invalid one",
-       fix="install Kubeflow Trainer with its webhook and default runtimes, or set "
+@check("aiconf.robust_controller", "Kubeflow Trainer: TrainJob CRD established, invalid refused, valid completes",
+       fix="install Kubeflow Trainer with its webhook and default runtimes (kubeflow_trainer.runtime), or set "
            "ai_conformance.kubeflow_trainer.installed: false")
-@pytest.mark.parametrize("trainer_item", ["crd_established", "invalid_refused"])
-def test_robust_controller(cluster, ai_expected, trainer_item, workloads):
+@pytest.mark.parametrize("trainer_item", ["crd_established", "invalid_refused", "valid_completes"])
+def test_robust_controller(cluster, cluster_expected, ai_expected, trainer_item, workloads):
     """robust_controller (mirrors kubernetes-sigs/ai-conformance TestRobustCRDControllerOperation): the
-    TrainJob CRD is Established and the Trainer's admission webhook refuses a TrainJob naming a runtime
-    that does not exist (server-side dry run)."""
+    TrainJob CRD is Established, the Trainer's admission webhook refuses a TrainJob naming a runtime
+    that does not exist (server-side dry run), and one naming kubeflow_trainer.runtime Completes."""
     if not ai_expected.kubeflow_trainer.installed:
         pytest.skip("the profile says the platform has no Kubeflow Trainer (ai_conformance.kubeflow_trainer.installed)")
     if trainer_item == "crd_established":
         problem = aiconf.crd_established(cluster.cluster, aiconf.TRAINJOB_CRD)
         assert problem is None, problem
         return
-    refusal = aiconf.create_refusal(cluster.cluster, aiconf.trainjob(workloads.ns.name, "gpuconform-invalid",
-                                                                      "gpuconform-no-such-runtime"))
-    assert refusal and "admission webhook" in refusal, (
-        f"a TrainJob naming no existing runtime was {'refused, not by a webhook: ' + refusal if refusal else 'accepted'}")
+    trainer, labels = ai_expected.kubeflow_trainer, workloads.ns.labels
+    namespace = trainer.namespace or workloads.ns.name
+    if trainer_item == "invalid_refused":
+        invalid = aiconf.trainjob(namespace, "gpuconform-invalid", "gpuconform-no-such-runtime", labels)
+        refusal = aiconf.create_refusal(cluster.cluster, invalid)
+        assert refusal and "admission webhook" in refusal, (
+            f"a TrainJob naming no existing runtime was {'refused, not by a webhook: ' + refusal if refusal else 'accepted'}")
+    else:
+        valid = aiconf.trainjob(namespace, "gpuconform-valid", trainer.runtime, labels)
+        outcome = aiconf.run_trainjob(cluster.cluster, valid, cluster_expected.timeouts.pod_run_s)
+        assert outcome == "Complete", f"TrainJob on ClusterTrainingRuntime {trainer.runtime}: {outcome}"
 
 
 # -- what the suite cannot decide: the profile's word --------------------------------------------
