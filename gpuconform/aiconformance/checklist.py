@@ -61,3 +61,8 @@ def load(version: str) -> Checklist:
     reqs = tuple(Requirement(category, r["id"], r["description"], r["level"])
                  for category, entries in doc["spec"].items() for r in entries)
     return Checklist(version, text, str(doc["metadata"]["kubernetesVersion"]), reqs)
+
+
+def level(version: str, requirement: str) -> str | None:
+    """MUST, SHOULD, or None where the checklist of ``version`` has no such requirement."""
+    return next((r.level for r in load(version).requirements if r.id == requirement), None)

@@ -54,6 +54,10 @@ class PodRun:
     log: str = ""
     events: list[str] = dataclasses.field(default_factory=list)
     state: str = ""  #: one-line description of the last state seen
+    logs: dict[str, str] = dataclasses.field(default_factory=dict)  #: per container, for a pod of several
+
+    def log_of(self, container: str) -> str:
+        return self.logs.get(container, self.log if not self.logs else "")
 
     @property
     def succeeded(self) -> bool:
@@ -72,9 +76,11 @@ def load_manifest(name: str) -> dict:
 
 
 def render(template: str, name: str, ns: RunNamespace, images: Images, *,
-           limits: dict[str, int] | None = None, node_selector: dict[str, str] | None = None) -> dict:
-    """The manifest ``template`` with this run's name, namespace, labels, image and resources.
-    ``limits`` replaces the GPU limits (requests of extended resources default to limits)."""
+           limits: dict[str, int] | None = None, node_selector: dict[str, str] | None = None,
+           image: str | None = None, limited: str | None = None) -> dict:
+    """The manifest ``template`` with this run's name, namespace, labels, image (``image`` instead
+    of the workload image) and resources. ``limits`` replaces the GPU limits (requests of extended
+    resources default to limits) of every container, or of the container named ``limited`` only."""
     body = copy.deepcopy(load_manifest(template))
     md = body["metadata"]
     md.update(name=name, namespace=ns.name, labels={**(md.get("labels") or {}), **ns.labels})
@@ -84,9 +90,9 @@ def render(template: str, name: str, ns: RunNamespace, images: Images, *,
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
     for c in spec["containers"]:
-        c["image"] = images.image
+        c["image"] = image or images.image
         c["imagePullPolicy"] = images.pull_policy
-        if limits is not None:
+        if limits is not None and limited in (None, c["name"]):
             c.setdefault("resources", {})["limits"] = {k: str(v) for k, v in limits.items()}
     return body
 
@@ -147,15 +153,15 @@ class Workloads:
         return [f"{e.get('type', '')} {e.get('reason', '')}: {e.get('message', '')}"
                 + (f" (x{e['count']})" if (e.get("count") or 1) > 1 else "") for e in items]
 
-    def log(self, name: str, settle_s: float = 10) -> str:
-        """The pod's log. Right after a container ends the kubelet may briefly answer 400 (no
-        logs yet): asked again for ``settle_s``."""
+    def log(self, name: str, settle_s: float = 10, container: str | None = None) -> str:
+        """The pod's log (of ``container``). Right after a container ends the kubelet may briefly
+        answer 400 (no logs yet): asked again for ``settle_s``."""
         last: list[ClusterError] = []
 
         def read() -> list[str]:
             try:
                 return [self.cluster.request("GET", f"/api/v1/namespaces/{self.ns.name}/pods/{name}/log",
-                                             what=f"reading the log of {name}", text=True)]
+                                             {"container": container}, what=f"reading the log of {name}", text=True)]
             except Forbidden:
                 raise  # no right to read logs: the check could not check, it did not fail
             except ClusterError as exc:
@@ -173,10 +179,13 @@ class Workloads:
             return f"(log unreadable: {last[0] if last else 'no answer'})"
 
     def _result(self, name: str, pod: dict | None) -> PodRun:
-        return PodRun(name=name, phase=podstate.phase(pod) if pod else "Gone",
-                      node=((pod or {}).get("spec") or {}).get("nodeName"), spec=(pod or {}).get("spec") or {},
-                      log=self.log(name) if pod and (pod.get("spec") or {}).get("nodeName") else "",
-                      events=self.events(name), state=podstate.describe_pod(pod))
+        spec = (pod or {}).get("spec") or {}
+        containers = [c["name"] for c in spec.get("containers") or []]
+        logs = {c: self.log(name, container=c) for c in containers} if len(containers) > 1 and spec.get("nodeName") else {}
+        log = "".join(f"== container {c} ==\n{text}" for c, text in logs.items()) if logs else (
+            self.log(name) if spec.get("nodeName") else "")
+        return PodRun(name=name, phase=podstate.phase(pod) if pod else "Gone", node=spec.get("nodeName"), spec=spec,
+                      log=log, logs=logs, events=self.events(name), state=podstate.describe_pod(pod))
 
     # -- run to completion ------------------------------------------------------------------
     def run(self, body: dict) -> PodRun:
@@ -275,3 +284,9 @@ def safe_name(*parts: str) -> str:
     text = re.sub(r"[^a-z0-9-]+", "-", text).strip("-")
     return text[:63].rstrip("-")
 
+
+
+def gpus_seen(log: str) -> tuple[list[str], list[str]]:
+    """(``/dev/nvidia<N>`` device nodes, GPU UUIDs in ``nvidia-smi -L``) a probe's log shows."""
+    return ([d for d in gpu_device_nodes(log) if d.removeprefix("/dev/nvidia").isdigit()],
+            [g.uuid for g in devices_seen(log)])

@@ -237,3 +237,16 @@ def parse_proc_version(text: str) -> DriverVersion | None:
         return None
     flavour = "open" if "Open Kernel Module" in m["desc"] else "proprietary"
     return DriverVersion(m["ver"], flavour, text.splitlines()[0].strip())
+
+
+_VERSION_LINE = re.compile(r"^\s*(\d+\.\d+(?:\.\d+)?)\s*$")
+_CUDA_VERSION = re.compile(r"CUDA Version:\s*(\d+\.\d+(?:\.\d+)?)")
+
+
+def parse_driver_and_cuda(text: str) -> tuple[str | None, str | None]:
+    """(driver, CUDA) a container's nvidia-smi reported: the first line that is a version alone
+    (``--query-gpu=driver_version --format=csv,noheader``) and ``CUDA Version:`` of its header;
+    None for what it did not print (e.g. "Failed to initialize NVML: Driver/library version mismatch")."""
+    driver = next((m[1] for line in text.splitlines() if (m := _VERSION_LINE.match(line))), None)
+    cuda = _CUDA_VERSION.search(text)
+    return driver, cuda[1] if cuda else None

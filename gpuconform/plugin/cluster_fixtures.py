@@ -129,6 +129,12 @@ def cluster_expected(pytestconfig: pytest.Config) -> ClusterExpectations:
     return pytestconfig.stash[keys.PROFILE].profile.cluster
 
 
+@pytest.fixture(scope="session")
+def ai_expected(pytestconfig: pytest.Config):
+    """The profile's ``ai_conformance:`` section (the -m aiconformance checks)."""
+    return pytestconfig.stash[keys.PROFILE].profile.ai_conformance
+
+
 def declared(exp: ClusterExpectations):
     """The profile's words on the GPU platform, as the library takes them."""
     from gpuconform.cluster.gpunode import Declared

@@ -30,6 +30,11 @@ from gpuconform.report.fingerprint import cluster_summary, host_summary
 from gpuconform.report.model import LAYERS
 from gpuconform.report.run import RunReport
 
+#: markers whose checks run only when -m names them
+OPT_IN_MARKERS = ("disruptive", "aiconformance")
+#: markers that only the checks of one layer carry: -m naming them imports no other layer's folder
+LAYER_OF_MARKER = {"aiconformance": "cluster"}
+
 CSS = Path(__file__).resolve().parent.parent / "report" / "report.css"
 
 
@@ -244,25 +249,29 @@ class Hooks:
         others = sorted(set(re.findall(r"[A-Za-z_][\w.-]*", expr)) - {"and", "or", "not"} - set(LAYERS))
         for choice in itertools.product((False, True), repeat=min(len(others), 10)):
             value = dict(zip(others, choice))
+            value.update({m: False for m, home in LAYER_OF_MARKER.items() if home != layer and m in value})
             if compiled.evaluate(lambda name, **_kw: name == layer if name in LAYERS else value.get(name, True)):
                 return None
         return True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        """Markers mirror folders: tests/node/** is `node`, and so on. Checks marked `disruptive`
-        change the platform: they run only when -m names them. (Order and xdist distribution:
-        gpuconform/plugin/distribution.py.)"""
+        """Markers mirror folders: tests/node/** is `node`, and so on. Checks of an opt-in marker
+        run only when -m names it: `disruptive` ones change the platform, `aiconformance` ones
+        judge the AI Conformance checklist (tests/cluster/README.md says why -m cluster leaves
+        them out). (Order and xdist distribution: gpuconform/plugin/distribution.py.)"""
         for item in items:
             parts = Path(str(item.path)).parts
             for layer in LAYERS:
                 if "tests" in parts and layer in parts[parts.index("tests"):]:
                     item.add_marker(layer)
-        if "disruptive" not in (self.config.option.markexpr or ""):
-            dropped = [i for i in items if i.get_closest_marker("disruptive") is not None]
+        for marker in OPT_IN_MARKERS:
+            if marker in (self.config.option.markexpr or ""):
+                continue
+            dropped = [i for i in items if _opt_in(i, marker)]
             if dropped:
                 self.config.hook.pytest_deselected(items=dropped)
-                items[:] = [i for i in items if i.get_closest_marker("disruptive") is None]
+                items[:] = [i for i in items if not _opt_in(i, marker)]
 
     def pytest_report_header(self) -> list[str]:
         return [f"gpuconform {__version__}: profile {self.profile.name} ({self.profile.path}, "
@@ -448,3 +457,16 @@ class Hooks:
                 terminalreporter.write_line(self.fallback_note, red=True)
             if self.json_path is not None:
                 terminalreporter.write_line(f"gpuconform: JSON results: {self.json_path} (sha256 {self.run.json_sha256})")
+
+
+def _opt_in(item: pytest.Item, marker: str) -> bool:
+    """``item`` runs only when -m names ``marker`` (OPT_IN_MARKERS). The opt-in AI Conformance
+    checks are the program's own (``aiconf.<id>``): the suite's checks that also decide a
+    requirement (gpuconform/aiconformance/mapping.py) carry the marker and stay in -m cluster."""
+    from gpuconform.aiconformance.mapping import PREFIX
+    if item.get_closest_marker(marker) is None:
+        return False
+    if marker != "aiconformance":
+        return True
+    check = item.get_closest_marker("check")
+    return check is not None and str(check.kwargs.get("id", "")).startswith(PREFIX)

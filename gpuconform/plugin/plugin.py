@@ -16,7 +16,8 @@ MARKERS = {
     "mig": "checks about MIG configuration",
     "disruptive": "checks that change the platform (opt-in)",
     "security": "security findings",
-    "aiconformance": "checks that decide a requirement of the CNCF Kubernetes AI Conformance checklist "
+    "aiconformance": "CNCF Kubernetes AI Conformance: the requirement checks (opt-in; "
+                     "tests/cluster/test_aiconformance.py) and the suite checks that decide a requirement "
                      "(--ai-conformance)",
     "check(id, title, fix, needs, evidence)": "conformance check metadata",
 }

@@ -11,7 +11,7 @@ Shape::
     timeouts: {...}
     cluster: {...}                         # ClusterExpectations (profile/cluster.py, tests/cluster)
     kubeflow: {...}                        # KubeflowExpectations (profile/kubeflow.py, tests/kubeflow)
-    ai_conformance: {...}                  # AiConformance (profile/ai_conformance.py, --ai-conformance)
+    ai_conformance: {...}                  # AiConformance (profile/ai_conformance.py, -m aiconformance, --ai-conformance)
 
 Loading validates everything once (groups included) and raises ``ProfileError`` with one line:
 file, field path, what was expected. Every field carries its description:
@@ -79,7 +79,8 @@ class Profile(Strict):
     kubeflow: KubeflowExpectations = Field(KubeflowExpectations(), description="the Kubeflow endpoint "
                                                                                "(tests/kubeflow); null: none declared")
     ai_conformance: AiConformance = Field(AiConformance(), description="the CNCF Kubernetes AI Conformance "
-                                          "program: the PRODUCT.yaml export (--ai-conformance)")
+                                          "program: its requirement checks (-m aiconformance) and the PRODUCT.yaml "
+                                          "export (--ai-conformance)")
 
     @field_validator("cluster", "kubeflow", "ai_conformance", mode="before")
     @classmethod

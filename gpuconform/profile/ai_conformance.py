@@ -2,8 +2,8 @@
 
 ``AiConformanceExport`` holds what ``--ai-conformance=DIR`` (the PRODUCT.yaml export,
 gpuconform/aiconformance/) reads: the checklist version, the product's metadata, and the status of
-the requirements the suite cannot decide. The section's model is built on it; the requirement
-checks' own settings are fields of ``AiConformance``."""
+the requirements the suite cannot decide. ``AiConformance`` adds what the requirement checks
+(``-m aiconformance``, tests/cluster/test_aiconformance.py) need to know of the platform."""
 from __future__ import annotations
 
 from typing import Literal
@@ -123,5 +123,40 @@ class AiConformanceExport(Strict):
         return self.checklist or checklists.newest()
 
 
+class MetricsEndpoint(Strict):
+    url: str | None = Field(None, description="http(s) URL of a Prometheus text endpoint scraped directly; "
+                            "null: the Service below through the API server's service proxy")
+    namespace: str = Field("gpu-operator", description="namespace of the metrics Service")
+    service: str = Field("nvidia-dcgm-exporter", description="the metrics Service (the GPU Operator's dcgm-exporter)")
+    port: int = Field(9400, ge=1, le=65535, description="its port")
+    path: str = Field("/metrics", description="its metrics path")
+    utilization_metric: str = Field("DCGM_FI_DEV_GPU_UTIL", description="per-device utilization metric")
+    memory_metric: str = Field("DCGM_FI_DEV_FB_USED", description="per-device memory usage metric")
+    device_labels: tuple[str, ...] = Field(("gpu", "UUID", "GPU_I_ID"), min_length=1,
+                                           description="labels naming a device (dcgm-exporter: gpu, UUID; "
+                                                       "GPU_I_ID for a MIG instance): a sample needs one")
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        return None if url is None else _url(url)
+
+
+class KubeflowTrainer(Strict):
+    installed: bool = Field(False, description="the platform runs Kubeflow Trainer (TrainJob): robust_controller is "
+                            "judged on it; false: robust_controller skips saying so")
+    runtime: str = Field("torch-distributed", description="ClusterTrainingRuntime a valid TrainJob refers to")
+    namespace: str | None = Field(None, description="namespace of the TrainJobs robust_controller creates (its Pod "
+                                  "Security must admit the runtime's pods); null: the run's namespace, Pod "
+                                  "Security restricted")
+
+
 class AiConformance(AiConformanceExport):
     """The ``ai_conformance`` section."""
+    plain_image: str = Field("ubuntu:22.04", description="image without NVIDIA tools: driver_runtime_management "
+                             "needs nvidia-smi injected into it by the container runtime")
+    metrics: MetricsEndpoint = Field(MetricsEndpoint(), description="the accelerator metrics endpoint "
+                                     "(accelerator_metrics); default: dcgm-exporter of the GPU Operator")
+    dra_driver: str | None = Field(None, description="DRA driver the platform installs (gpu.nvidia.com): its "
+                                   "DeviceClass and ResourceSlices must exist; null: none installed")
+    kubeflow_trainer: KubeflowTrainer = Field(KubeflowTrainer(), description="Kubeflow Trainer (robust_controller)")

@@ -66,3 +66,14 @@ def profile_with(tmp_path):
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
     return make
+
+
+@pytest.fixture
+def exporter(platform):
+    """``exporter(per_device=True)``: the simulated dcgm-exporter of gpu-worker-1, its URL (the
+    accelerator_metrics endpoint of the AI Conformance runs)."""
+    import contextlib
+
+    from testbed.cluster.dcgmexporter import serve
+    with contextlib.ExitStack() as stack:
+        yield lambda per_device=True: stack.enter_context(serve(platform.api, "gpu-worker-1", per_device))

@@ -91,3 +91,16 @@ def test_a_profiles_mig_resources_missing_block_the_mig_checks(site, tmp_path):
         assert r["verdict"] == "blocked" and "blocked by cluster.node.sharing" in r["message"], (key, r)
         assert "runs sharing 'mig-single'" in r["message"], (key, r["message"])
     assert proc.returncode == 1
+#: site -> verdict of aiconf.gpu_sharing (advertised, usable): MIG and time-slicing share GPUs,
+#: whole GPUs without MIG or replicas do not
+SHARING = {"mig-mixed": "pass", "time-slicing": "pass", "no-mig": "fail"}
+
+
+@pytest.mark.parametrize("site", sorted(SHARING), indirect=True)
+def test_gpu_sharing_follows_the_site(site, tmp_path):
+    name, bed = site
+    _, results = _run(bed, SITES[name][0], tmp_path, "-m", "aiconformance", "-k", "gpu_sharing")
+    got = {param: (r["verdict"], r["message"]) for (cid, param), r in results.items() if cid == "aiconf.gpu_sharing"}
+    assert {p: v for p, (v, _) in got.items()} == {"advertised": SHARING[name], "usable": SHARING[name]}, (name, got)
+    if SHARING[name] == "fail":
+        assert "no GPU worker offers MIG devices or GPU replicas" in got["advertised"][1], got

@@ -52,3 +52,20 @@ def test_a_layer_run_imports_no_other_layer(expr, blocked):
              f"sys.meta_path.insert(0, Block())\n")
     n, out = _selected(expr, block)
     assert n > 0 and not re.search(r"\d+ errors?\b|Interrupted|ImportError", out), out[-2000:]
+
+
+def test_aiconformance_is_opt_in_and_only_its_checks():
+    """-m aiconformance collects the aiconf checks and the suite's checks that decide a requirement
+    (gpuconform/aiconformance/mapping.py), no node or Kubeflow folder imported; -m cluster and a run
+    without -m leave the aiconf checks out (tests/cluster/README.md says why) and keep the mapped ones."""
+    block = ("import sys\nclass Block:\n    def find_spec(self, name, path=None, target=None):\n"
+             "        if name == 'gpuconform.kubeflow' or name.startswith('gpuconform.kubeflow.'):\n"
+             "            raise ImportError(name)\nsys.meta_path.insert(0, Block())\n")
+    n, out = _selected("aiconformance", block)
+    items = [line for line in out.splitlines() if "::" in line]
+    assert n == len(items) > 0 and all(i.startswith("tests/cluster/") for i in items), out[-2000:]
+    assert any(i.startswith("tests/cluster/test_aiconformance.py::") for i in items), out[-2000:]
+    assert any(i.startswith("tests/cluster/test_workloads.py::test_no_gpu_without_request") for i in items), out[-2000:]
+    for expr in ("cluster", "not node"):
+        listed = _selected(expr)[1]
+        assert "test_aiconformance" not in listed and "test_workloads.py::test_no_gpu_without_request" in listed, listed[-2000:]

@@ -20,6 +20,9 @@ ANN_DEVICES = ANN + "devices"
 ANN_OUTCOME = ANN + "outcome"
 ANN_SIMULATE = ANN + "simulate"
 ANN_CUDA = ANN + "cuda"
+#: version of the driver's user-space libraries on the node's host, where they differ from the
+#: loaded kernel module (a driver upgraded without reboot): NVML then refuses in every container
+ANN_DRIVER_LIBRARIES = ANN + "driver-libraries"
 SCENARIO_CONFIGMAP = ("kube-system", "gpuconform-testbed-scenario")
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
 UUID_NAMESPACE = uuid.UUID("6a1f3a52-3c55-4a0b-9a53-7e1f0c5f6d1e")
@@ -48,6 +51,7 @@ class Device:
                  mig_profile: str | None = None, mig_index: int | None = None, replica: int | None = None):
         self.resource = resource
         self.gpu_name = gpu_name
+        self.gpu_index = gpu_index  #: the GPU's minor number on its node: /dev/nvidia<gpu_index>
         self.gpu_uuid = device_uuid("GPU", node, gpu_index)
         self.mig_profile = mig_profile
         self.uuid = device_uuid("MIG", node, gpu_index, mig_index) if mig_profile else self.gpu_uuid
@@ -88,7 +92,7 @@ def node_devices(node: client.V1Node) -> list[Device]:
             continue
         for k in range(r["replicas"]):
             copy = Device(r.get("rename") or d.resource, name, 0, d.gpu_name, replica=k)
-            copy.gpu_uuid, copy.mig_profile, copy.uuid = d.gpu_uuid, d.mig_profile, d.uuid
+            copy.gpu_uuid, copy.mig_profile, copy.uuid, copy.gpu_index = d.gpu_uuid, d.mig_profile, d.uuid, d.gpu_index
             copy.id = f"{d.uuid}::{k}"
             devices.append(copy)
     allocatable = (node.status.allocatable or {}) if node.status else {}
@@ -100,7 +104,7 @@ def node_devices(node: client.V1Node) -> list[Device]:
     return limited
 
 
-def _gpu_asked(container) -> dict[str, int]:
+def gpu_asked(container) -> dict[str, int]:
     res = container.resources
     asked = dict((res.limits or {}) if res else {})
     for k, v in ((res.requests or {}) if res else {}).items():
@@ -116,10 +120,10 @@ def gpu_requests(pod: client.V1Pod) -> dict[str, int]:
     in its init container)."""
     total: dict[str, int] = {}
     for c in pod.spec.containers or []:
-        for k, v in _gpu_asked(c).items():
+        for k, v in gpu_asked(c).items():
             total[k] = total.get(k, 0) + v
     for c in pod.spec.init_containers or []:
-        for k, v in _gpu_asked(c).items():
+        for k, v in gpu_asked(c).items():
             total[k] = max(total.get(k, 0), v)
     return {k: v for k, v in total.items() if v > 0}
 
@@ -134,6 +138,28 @@ def smi_lines(devices: list[Device]) -> list[str]:
         for j, d in enumerate(x for x in devs if x.mig_profile):
             lines.append(f"  MIG {d.mig_profile:<12}Device {j:>2}: (UUID: {d.uuid})")
     return lines
+
+
+def command_text(container) -> str:
+    return " ".join(list(container.command or []) + list(container.args or []))
+
+
+def device_node_lines(devices: list[Device]) -> list[str]:
+    """``ls -1 /dev/nvidia[0-9]*`` inside the container: one node per visible GPU (its minor)."""
+    return [f"/dev/nvidia{i}" for i in sorted(dict.fromkeys(d.gpu_index for d in devices))]
+
+
+def driver_report(hw: dict, devices: list[Device], libraries: str | None) -> tuple[list[str], bool]:
+    """What the injected ``nvidia-smi --query-gpu=driver_version --format=csv,noheader`` and the
+    header of ``nvidia-smi`` print, and whether they succeed: the driver's libraries (injected from
+    the host) of another version than the loaded kernel module make NVML refuse
+    ("Driver/library version mismatch", as after a driver upgrade without reboot)."""
+    if libraries and libraries != hw["driver"]:
+        return ["Failed to initialize NVML: Driver/library version mismatch",
+                f"NVML library version: {libraries}"], False
+    gpus = len(dict.fromkeys(d.gpu_uuid for d in devices))
+    return [hw["driver"]] * gpus + [
+        f"| NVIDIA-SMI {hw['driver']}             Driver Version: {hw['driver']}     CUDA Version: {hw['cuda']}     |"], True
 
 
 def echo_text(pod: client.V1Pod) -> str | None:

@@ -29,9 +29,11 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from testbed.cluster import informer
-from testbed.cluster.devices import (ANN_CUDA, ANN_DEVICES, ANN_OUTCOME, ANN_SIMULATE, KWOK_NODE_ANNOTATION,
-                                     SCENARIO_CONFIGMAP, VECTORADD_BUSY, VECTORADD_OK, Device, cri_log, echo_text,
+from testbed.cluster.devices import (ANN_CUDA, ANN_DEVICES, ANN_DRIVER_LIBRARIES, ANN_OUTCOME, ANN_SIMULATE,
+                                     KWOK_NODE_ANNOTATION, SCENARIO_CONFIGMAP, VECTORADD_BUSY, VECTORADD_OK, Device,
+                                     command_text, cri_log, device_node_lines, driver_report, echo_text, gpu_asked,
                                      gpu_requests, node_devices, smi_lines)
+from testbed.cluster.nodeagent import hardware
 from testbed.cluster.hostexec import runs_in_host_root
 from testbed.cluster.waiting import GiveUp, wait_for
 
@@ -58,7 +60,8 @@ class DeviceSim:
             self.release(uid)
             if event_type == "DELETED":
                 self.handled.discard(uid)
-                (self.log_dir / f"{pod.metadata.namespace}_{pod.metadata.name}_{uid}.log").unlink(missing_ok=True)
+                for f in self.log_dir.glob(f"{pod.metadata.namespace}_{pod.metadata.name}_{uid}*.log"):
+                    f.unlink(missing_ok=True)
             return
         if ANN_DEVICES in ann or ANN_OUTCOME in ann:
             if uid not in self.handled:
@@ -132,18 +135,19 @@ class DeviceSim:
             given.extend(free[:n])
         ok = not short and not (wanted and self.cuda_fails(pod))
         text = echo_text(pod)
-        if wanted:
-            lines = smi_lines(given) + (VECTORADD_OK if ok else VECTORADD_BUSY)
-            lines += [text] if text and ok else []
-        else:
-            lines = [text] if text else []
-            if self.runtime_leaks_gpus():
-                seen = node_devices(node)
-                gpus = list(dict.fromkeys(d.gpu_uuid for d in seen))
-                lines = [f"/dev/nvidia{i}" for i in range(len(gpus))] + smi_lines(seen) + lines
-        logfile = self.log_dir / f"{ns}_{name}_{uid}.log"
-        logfile.write_text(cri_log(lines))
-        self.put_logs_object(pod, logfile)
+        logfiles, pool = {}, list(given)
+        single = len(pod.spec.containers) == 1  # it gets all the pod's devices (init containers' asks too)
+        for i, container in enumerate(pod.spec.containers):
+            asked = wanted if single else gpu_asked(container)
+            mine = pool if single else [d for d in pool if asked.get(d.resource)][:sum(asked.values())]
+            pool = [d for d in pool if d not in mine]
+            lines, works = self.container_view(node, container, mine, ok, bool(asked))
+            ok = ok and works
+            if i == 0 and text and (ok or not wanted):
+                lines += [text]
+            logfiles[container.name] = self.log_dir / f"{ns}_{name}_{uid}_{container.name}.log"
+            logfiles[container.name].write_text(cri_log(lines))
+        self.put_logs_object(pod, logfiles)
         self.remember(uid, ",".join(d.id for d in given))
         self.wait_log_served(pod)
         annotations = {ANN_DEVICES: ",".join(d.id for d in given)}
@@ -161,6 +165,26 @@ class DeviceSim:
         log.info("pod %s/%s on %s: devices=%s outcome=%s %s", ns, name, node.metadata.name,
                  annotations[ANN_DEVICES], annotations.get(ANN_OUTCOME, annotations.get(ANN_SIMULATE)),
                  "; ".join(short))
+
+    def container_view(self, node: client.V1Node, container, devices: list[Device], ok: bool,
+                       asked: bool) -> tuple[list[str], bool]:
+        """What one container prints and whether it succeeds: the GPUs it sees (its own; every GPU
+        of the node for one that asked none under ``isolation: leak``) as device nodes where it
+        lists them, the injected nvidia-smi's driver report where it queries it, else
+        ``nvidia-smi -L`` and, for a CUDA container, the vectoradd output."""
+        command = command_text(container)
+        if not asked and self.runtime_leaks_gpus():
+            devices = node_devices(node)
+        lines = device_node_lines(devices) if "/dev/nvidia" in command else []
+        if "--query-gpu=driver_version" in command:
+            libraries = (node.metadata.annotations or {}).get(ANN_DRIVER_LIBRARIES)
+            report, works = driver_report(hardware(node), devices, libraries) if devices else (
+                ["sh: 1: nvidia-smi: not found"], False)
+            return lines + report, works
+        lines += smi_lines(devices)
+        if asked and "/dev/nvidia" not in command:
+            lines += VECTORADD_OK if ok else VECTORADD_BUSY
+        return lines, True
 
     def wait_log_served(self, pod: client.V1Pod) -> None:
         """kwok learns about a Logs object through its informer; finish the pod only once its
@@ -182,7 +206,10 @@ class DeviceSim:
         except (TimeoutError, GiveUp) as exc:
             log.warning("%s", exc)
 
-    def put_logs_object(self, pod: client.V1Pod, logfile: Path) -> None:
+    def put_logs_object(self, pod: client.V1Pod, logfile: Path | dict[str, Path]) -> None:
+        """kwok's Logs object of the pod: one file for all its containers, or one per container."""
+        logs = [{"containers": [c], "logsFile": str(f)} for c, f in logfile.items()] if isinstance(
+            logfile, dict) else [{"logsFile": str(logfile)}]
         body = {
             "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs",
             "metadata": {
@@ -190,7 +217,7 @@ class DeviceSim:
                 "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name,
                                      "uid": pod.metadata.uid}],
             },
-            "spec": {"logs": [{"logsFile": str(logfile)}]},
+            "spec": {"logs": logs},
         }
         args = ("kwok.x-k8s.io", "v1alpha1", pod.metadata.namespace, "logs")
         try:

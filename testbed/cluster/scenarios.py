@@ -33,6 +33,10 @@ vectoradd-failing              every new GPU pod logs ``Failed to allocate devic
                                (error code CUDA-capable device(s) is/are busy or
                                unavailable)!`` and fails (Never) or crash-loops (OnFailure)
 gpu-worker-notready            gpu-worker-3 Ready=False (KubeletNotReady)
+driver-library-mismatch        the driver packages of every GPU worker were upgraded (libraries
+                               580.105.08) without reloading the kernel module (still the node's
+                               advertised version): the nvidia-smi a container gets says
+                               ``Failed to initialize NVML: Driver/library version mismatch``
 =============================  ==========================================================
 """
 from __future__ import annotations
@@ -42,14 +46,15 @@ from typing import Callable
 
 from kubernetes import client
 
-from testbed.cluster.devices import ANN_SIMULATE, SCENARIO_CONFIGMAP
+from testbed.cluster.devices import ANN_DRIVER_LIBRARIES, ANN_SIMULATE, SCENARIO_CONFIGMAP
 from testbed.cluster.kube import ignore_not_found
 from testbed.cluster.nodeagent import ANN_BROKEN, ANN_GPUS, ANN_IN_USE, ANN_LOST, APP_MIG, APP_VALIDATOR
 from testbed.cluster.platform import NAMESPACE, Platform
 from testbed.cluster.waiting import wait_for
 
 SCENARIO_TIMEOUT = 90.0
-NODE_FAULTS = (ANN_SIMULATE, ANN_BROKEN, ANN_IN_USE, ANN_LOST)
+NODE_FAULTS = (ANN_SIMULATE, ANN_BROKEN, ANN_IN_USE, ANN_LOST, ANN_DRIVER_LIBRARIES)
+UPGRADED_LIBRARIES = "580.105.08"
 
 
 def _node_ready(core: client.CoreV1Api, name: str) -> bool:
@@ -78,6 +83,7 @@ class Scenarios:
             "operands-disabled": self._operands_disabled,
             "vectoradd-failing": self._vectoradd_failing,
             "gpu-worker-notready": self._gpu_worker_notready,
+            "driver-library-mismatch": self._driver_library_mismatch,
         }
 
     @property
@@ -169,6 +175,10 @@ class Scenarios:
     def _gpu_worker_notready(self) -> None:
         self._annotate_node("gpu-worker-3", {ANN_SIMULATE: "not-ready"})
         wait_for("gpu-worker-3 to be NotReady", lambda: not _node_ready(self.core, "gpu-worker-3"), SCENARIO_TIMEOUT)
+
+    def _driver_library_mismatch(self) -> None:
+        for w in self.p.workers:
+            self._annotate_node(w.name, {ANN_DRIVER_LIBRARIES: UPGRADED_LIBRARIES})
 
     # -- back to healthy --------------------------------------------------------------------
     def reset(self, timeout: float = 180) -> None:

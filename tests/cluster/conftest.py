@@ -175,20 +175,39 @@ def vectoradd_on_gpu(workloads: Workloads, cluster, expected_mig, _pod_runs: Onc
     from gpuconform.cluster.workloads import render
     if not nodes.whole_gpus_offered(cluster.gpu_nodes()):
         pytest.skip(no_whole_gpu(cluster.gpu_nodes(), expected_mig))
-    run = _pod_runs.get("gpu", lambda: workloads.run(render(
-        "cuda-vectoradd.yaml", "cuda-vectoradd-gpu", workloads.ns, workloads.images,
-        limits={"nvidia.com/gpu": 1})))
-    evidence.add(f"pod {run.name}", run.evidence())
-    return run
+    return vectoradd_run(workloads, _pod_runs, evidence, "nvidia.com/gpu")
 
 
 @pytest.fixture
 def vectoradd_on_mig(mig_resource: str, workloads: Workloads, _pod_runs: Once, evidence) -> PodRun:
     """cuda-vectoradd asking one slice of ``mig_resource``, run once per resource per session."""
+    return vectoradd_run(workloads, _pod_runs, evidence, mig_resource)
+
+
+@pytest.fixture
+def vectoradd_on(workloads: Workloads, _pod_runs: Once, evidence):
+    """``vectoradd_on(resource)``: cuda-vectoradd asking one ``resource`` (shared with the checks above)."""
+    return lambda resource: vectoradd_run(workloads, _pod_runs, evidence, resource)
+
+
+def vectoradd_run(workloads: Workloads, pod_runs: Once, evidence, resource: str) -> PodRun:
+    """cuda-vectoradd asking one ``resource``, run once per resource per session."""
     from gpuconform.cluster.workloads import render, safe_name
-    run = _pod_runs.get(mig_resource, lambda: workloads.run(render(
-        "cuda-vectoradd.yaml", safe_name("cuda-vectoradd", mig_resource), workloads.ns, workloads.images,
-        limits={mig_resource: 1})))
+    run = pod_runs.get(resource, lambda: workloads.run(render(
+        "cuda-vectoradd.yaml", safe_name("cuda-vectoradd", resource), workloads.ns, workloads.images,
+        limits={resource: 1})))
+    evidence.add(f"pod {run.name}", run.evidence())
+    return run
+
+
+@pytest.fixture
+def no_request_probe(cluster, workloads: Workloads, _pod_runs: Once, evidence) -> PodRun:
+    """The CUDA image asking no GPU on the first GPU worker, listing what GPUs it sees; run once."""
+    from gpuconform.cluster.workloads import render
+    target = cluster.gpu_node_names()[0]
+    run = _pod_runs.get("no-request", lambda: workloads.run(render(
+        "gpu-isolation-probe.yaml", "gpu-isolation-probe", workloads.ns, workloads.images,
+        node_selector={"kubernetes.io/hostname": target})))
     evidence.add(f"pod {run.name}", run.evidence())
     return run
 

@@ -92,13 +92,9 @@ def test_mig_exhaustion_pending(cluster, cluster_expected, mig_resource, workloa
            "the device plugin's deviceListStrategy to volume-mounts and accept-nvidia-visible-devices-envvar-when-unprivileged=false "
            "in the toolkit config",
        needs=["cluster.operator.clusterpolicy_ready"])
-def test_no_gpu_without_request(cluster, cluster_expected, workloads, evidence):
+def test_no_gpu_without_request(cluster, cluster_expected, no_request_probe):
     """The CUDA image on a GPU worker, asking no GPU, lists no /dev/nvidiaN and no GPU in nvidia-smi -L."""
-    target = cluster.gpu_node_names()[0]
-    body = render("gpu-isolation-probe.yaml", "gpu-isolation-probe", workloads.ns, workloads.images,
-                  node_selector={"kubernetes.io/hostname": target})
-    run = workloads.run(body)
-    evidence.add(f"pod {run.name}", run.evidence())
-    assert run.succeeded, f"isolation probe on {target} did not complete: {run.state}"
+    run = no_request_probe
+    assert run.succeeded, f"isolation probe on {run.node} did not complete: {run.state}"
     seen = gpu_device_nodes(run.log) + [g["name"] for g in devices_seen(run.log)]
-    assert not seen, f"a pod without GPU request on {target} sees: {', '.join(seen)}"
+    assert not seen, f"a pod without GPU request on {run.node} sees: {', '.join(seen)}"

@@ -1,0 +1,82 @@
+"""The AI Conformance checks (-m aiconformance, tests/cluster/test_aiconformance.py) on the
+simulated cluster: on the good platform every decided requirement passes and the undecided ones
+carry the profile's status; on a platform carrying the faults each check fails naming its cause:
+a pod that sees a GPU it did not request (the runtime's NVIDIA_VISIBLE_DEVICES leak), a driver
+upgraded without reload (the injected nvidia-smi: "Driver/library version mismatch"), a metrics
+endpoint without per-device labels, a DRA driver and a Kubeflow Trainer the profile declares and
+the platform lacks."""
+from __future__ import annotations
+
+import pytest
+
+from gpuconform.aiconformance import mapping
+
+#: the checklist these runs are judged by (dra_support is a MUST of 1.35, gone in 1.36)
+CHECKLIST = "1.35"
+PASS_ON_GOOD = {("aiconf.secure_accelerator_access", p) for p in ("asked-one", "asked-none", "pair-asked-one",
+                                                                  "pair-asked-none")} | {
+    ("aiconf.driver_runtime_management", "driver"), ("aiconf.driver_runtime_management", "cuda"),
+    ("aiconf.accelerator_metrics", "utilization"), ("aiconf.accelerator_metrics", "memory"),
+    ("aiconf.gpu_sharing", "advertised"), ("aiconf.gpu_sharing", "usable"), ("aiconf.dra_support", "api")}
+
+
+def run_aiconf(run_cluster, profile_with, url: str, *args: str, **section):
+    profile = profile_with({"ai_conformance": {"checklist": CHECKLIST, "metrics": {"url": url}, **section}})
+    return run_cluster("-m", "aiconformance", *args, profile=profile)
+
+
+def test_good_platform_passes(run_cluster, profile_with, exporter):
+    proc, results = run_aiconf(run_cluster, profile_with, exporter())
+    aiconf = {cid for cid, _ in results if cid.startswith(mapping.PREFIX)}
+    assert aiconf == {"aiconf.secure_accelerator_access", "aiconf.driver_runtime_management", "aiconf.accelerator_metrics",
+                      "aiconf.gpu_sharing", "aiconf.dra_support", "aiconf.robust_controller"}
+    # besides them only the suite's checks that decide a requirement (gpuconform/aiconformance/mapping.py)
+    assert {cid for cid, _ in results} - aiconf <= {c for checks in mapping.SUITE_CHECKS.values() for c in checks}
+    passed = {k for k, r in results.items() if r["verdict"] == "pass" and k[0].startswith(mapping.PREFIX)}
+    assert passed == PASS_ON_GOOD, {k: (r["verdict"], r["message"]) for k, r in results.items() if k not in passed}
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    skipped = {k[0]: r["message"] for k, r in results.items() if r["verdict"] == "skip"}
+    assert "no Kubeflow Trainer" in skipped["aiconf.robust_controller"]
+    assert "names no DRA driver" in skipped["aiconf.dra_support"]
+
+
+def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, profile_with, exporter):
+    from kubernetes import client
+
+    from testbed.cluster.devices import SCENARIO_CONFIGMAP
+    ns, name = SCENARIO_CONFIGMAP
+    client.CoreV1Api(platform.api).create_namespaced_config_map(  # reset by `fault`
+        ns, {"metadata": {"name": name}, "data": {"isolation": "leak"}})
+    fault("driver-library-mismatch")
+    _, results = run_aiconf(run_cluster, profile_with, exporter(per_device=False), "-k", "not gpu_sharing",
+                            dra_driver="gpu.nvidia.com", kubeflow_trainer={"installed": True})
+    expected = {
+        ("aiconf.secure_accelerator_access", "asked-one"): ("pass", ""),
+        ("aiconf.secure_accelerator_access", "pair-asked-one"): ("pass", ""),
+        ("aiconf.secure_accelerator_access", "asked-none"): ("fail", "container probe of pod gpu-isolation-probe on gpu-worker-1 sees 8 GPU(s)"),
+        ("aiconf.secure_accelerator_access", "pair-asked-none"): ("fail", "container without-gpu of pod gpu-access-pair"),
+        ("aiconf.driver_runtime_management", "driver"): ("fail", "Driver/library version mismatch"),
+        ("aiconf.driver_runtime_management", "cuda"): ("fail", "advertised by node label nvidia.com/cuda.runtime-version.full"),
+        ("aiconf.accelerator_metrics", "utilization"): ("fail", "DCGM_FI_DEV_GPU_UTIL samples carry none of the device labels"),
+        ("aiconf.accelerator_metrics", "memory"): ("fail", "DCGM_FI_DEV_FB_USED samples carry none of the device labels"),
+        ("aiconf.dra_support", "api"): ("pass", ""),
+        ("aiconf.dra_support", "driver"): ("fail", "DRA driver gpu.nvidia.com: DeviceClasses selecting it none"),
+        ("aiconf.robust_controller", "crd_established"): ("fail", "CRD trainjobs.trainer.kubeflow.org is not registered"),
+        ("aiconf.robust_controller", "invalid_refused"): ("fail", "refused, not by a webhook"),
+        ("aiconf.robust_controller", "valid_completes"): ("fail", "TrainJob on ClusterTrainingRuntime torch-distributed: refused"),
+    }
+    got = {k: (results[k]["verdict"], results[k]["message"]) for k in expected if k in results}
+    for key, (verdict, text) in expected.items():
+        assert key in got and got[key][0] == verdict and text in got[key][1], (key, got.get(key))
+    others = {k: r["verdict"] for k, r in results.items() if k not in expected and k[0].startswith(mapping.PREFIX)}
+    assert set(others.values()) <= {"skip"}, others
+    # the suite's own check of the same rule, mapped to the requirement, sees the leak too
+    assert results[("cluster.workload.isolation", None)]["verdict"] == "fail"
+
+
+def test_requirement_not_in_the_profiles_checklist_skips(run_cluster, profile_with, exporter):
+    _, results = run_aiconf(run_cluster, profile_with, exporter(), "-k", "dra_support",
+                            checklist="1.36")
+    for param in ("api", "driver"):
+        r = results[("aiconf.dra_support", param)]
+        assert r["verdict"] == "skip" and "not a requirement of checklist 1.36" in r["message"], r
