@@ -243,6 +243,7 @@ class Node:
             "busybox": images.busybox(prof.k8s_node.image, busybox),
             "vectoradd": images.vectoradd(prof.cluster.workloads.image, vectoradd, busybox, deps),
         }
+
         if operator:
             from testbed.gpunode import operator_stack
             op, module = ROOT / "operator" / "bin", ROOT / "operator" / "module"
@@ -253,6 +254,8 @@ class Node:
                 "validator": images.validator(ref["validator"], op / "nvidia-validator", vectoradd,
                                               module / "validator", busybox, deps),
                 "toolkit": images.toolkit(ref["toolkit"], bins, op, busybox),
+                # no NVIDIA tools: the AI Conformance checks find nvidia-smi injected into it
+                "plain": images.busybox(prof.ai_conformance.plain_image, busybox),
             }
         else:
             refs["device-plugin"] = images.device_plugin(images.chart_image(objects), bins, deps, busybox)
@@ -632,6 +635,8 @@ def run(payload: Path, out: Path, *, faults: bool = True, operator_payload: Path
         else:
             node.device_plugin(objects)
         node.suite("healthy", "node or cluster")
+        if operator:
+            node.suite("aiconformance", "aiconformance")
         if faults:
             node.operator_faults() if operator else node.faults(objects)
         return 0 if all(r["as_expected"] for r in node.runs) else 1
