@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
+from testbed.cluster.devices import ANN_DRIVER_LIBRARIES
+
 from testbed.cluster.platform import NAMESPACE
 
 
@@ -48,6 +50,10 @@ EXPECTED = {
     # the real operator removed the node's deploy labels: no operand is scheduled there
     "operands-disabled": lambda bed, core: "nvidia.com/gpu.deploy.device-plugin" not in _node(
         core, "gpu-worker-2").metadata.labels and _ds(bed, "nvidia-device-plugin-daemonset") == (2, 2),
+    # every worker's driver libraries upgraded under a loaded module (what its pods' nvidia-smi then
+    # says: selftest/cluster_checks/test_aiconformance.py)
+    "driver-library-mismatch": lambda bed, core: all(
+        (_node(core, w.name).metadata.annotations or {}).get(ANN_DRIVER_LIBRARIES) for w in bed.platform.workers),
 }
 
 

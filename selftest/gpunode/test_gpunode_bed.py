@@ -272,3 +272,15 @@ def test_operator_images_hold_what_the_operands_run(bins, operator_bins, operato
         containerd("images", "import", "--snapshotter", "native", archive)
         listed = containerd("images", "ls")
         assert image.ref in listed and digest in listed, (name, listed)
+
+
+def test_plain_image_has_a_c_library_and_no_nvidia_tool(bins, tmp_path):
+    """The AI Conformance checks' plain image: no NVIDIA program, but the C library nvidia-smi needs
+    once the runtime injects it (without it exec fails and the shell says "nvidia-smi: not found",
+    as on the H200, 2026-12-04)."""
+    root, _ = _driver_root(tmp_path)
+    deps = images.driver_dependencies(str(root))
+    image = images.plain("gpuconform.local/plain:busybox", bins / "busybox", deps)
+    libc = next(d for d in deps if "/libc.so" in d)
+    assert libc in image.files and image.links["/bin/sh"] == "/bin/busybox"
+    assert not any("nvidia" in path for path in (*image.files, *image.links)), sorted(image.files)

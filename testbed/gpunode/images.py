@@ -44,6 +44,13 @@ def busybox(ref: str, binary: Path) -> Image:
     return _with_busybox(img, binary)
 
 
+def plain(ref: str, binary: Path, libc: list[str]) -> Image:
+    """An image without NVIDIA tools as a distribution's base image is (ubuntu:22.04): a shell,
+    and the C library, which nvidia-smi injected at run time needs (``libc`` as
+    :func:`driver_dependencies` lists it)."""
+    return _with_libraries(busybox(ref, binary), libc)
+
+
 def driver_dependencies(driver_root: str) -> list[str]:
     """What the driver's user-space libraries (NVML, libcuda), injected into a container at run
     time, need from the image: the system libraries ``ldd`` lists for them outside the driver's

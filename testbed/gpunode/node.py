@@ -254,8 +254,9 @@ class Node:
                 "validator": images.validator(ref["validator"], op / "nvidia-validator", vectoradd,
                                               module / "validator", busybox, deps),
                 "toolkit": images.toolkit(ref["toolkit"], bins, op, busybox),
-                # no NVIDIA tools: the AI Conformance checks find nvidia-smi injected into it
-                "plain": images.busybox(prof.ai_conformance.plain_image, busybox),
+                # no NVIDIA tools, but a C library as a distribution's base image has (nvidia-smi,
+                # injected, is a glibc program): the AI Conformance checks find nvidia-smi in it
+                "plain": images.plain(prof.ai_conformance.plain_image, busybox, deps),
             }
         else:
             refs["device-plugin"] = images.device_plugin(images.chart_image(objects), bins, deps, busybox)
@@ -463,7 +464,8 @@ class Node:
     def operator_faults(self) -> None:
         """Part 3's fault, made as a site makes it: ``helm upgrade --set devicePlugin.enabled=false``
         reaches the ClusterPolicy, NVIDIA's controller deletes the plugin's DaemonSet and the
-        kubelet withdraws the GPU (expected: REJECTED by the operand and allocatable checks)."""
+        kubelet withdraws the GPU (expected: REJECTED by the spec check, the profile requiring the
+        plugin, and by allocatable; the operand check judges only operands the ClusterPolicy enables)."""
         from kubernetes import dynamic
         policies = dynamic.DynamicClient(self.api).resources.get(api_version="nvidia.com/v1", kind="ClusterPolicy")
         policies.patch(name="cluster-policy", body={"spec": {"devicePlugin": {"enabled": False}}},
@@ -472,7 +474,7 @@ class Node:
                   lambda: (self.core.read_node(NODE).status.allocatable or {}).get("nvidia.com/gpu", "0") == "0", 120)
         self.mark("ClusterPolicy devicePlugin.enabled=false: plugin gone, allocatable 0")
         self.suite("fault-operator-device-plugin-disabled", "cluster",
-                   ("cluster.operator.operand", "cluster.mig.allocatable"), blocked=("cluster.workload.vectoradd_gpu",))
+                   ("cluster.operator.spec", "cluster.mig.allocatable"), blocked=("cluster.workload.vectoradd_gpu",))
 
     # -- the suite -----------------------------------------------------------------------------
     def suite(self, name: str, marker: str, failing: tuple[str, ...] = (), blocked: tuple[str, ...] = ()) -> dict:
