@@ -283,4 +283,6 @@ def test_plain_image_has_a_c_library_and_no_nvidia_tool(bins, tmp_path):
     image = images.plain("gpuconform.local/plain:busybox", bins / "busybox", deps)
     libc = next(d for d in deps if "/libc.so" in d)
     assert libc in image.files and image.links["/bin/sh"] == "/bin/busybox"
+    # where the toolkit's update-ldcache hook registers the injected driver libraries
+    assert image.files["/etc/ld.so.conf"] == images.LDCONFIG_FILES["/etc/ld.so.conf"] and "/etc/ld.so.conf.d" in image.dirs
     assert not any("nvidia" in path for path in (*image.files, *image.links)), sorted(image.files)

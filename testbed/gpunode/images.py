@@ -46,9 +46,13 @@ def busybox(ref: str, binary: Path) -> Image:
 
 def plain(ref: str, binary: Path, libc: list[str]) -> Image:
     """An image without NVIDIA tools as a distribution's base image is (ubuntu:22.04): a shell,
-    and the C library, which nvidia-smi injected at run time needs (``libc`` as
-    :func:`driver_dependencies` lists it)."""
-    return _with_libraries(busybox(ref, binary), libc)
+    the C library, which nvidia-smi injected at run time needs (``libc`` as
+    :func:`driver_dependencies` lists it), and an ld.so.conf that includes ld.so.conf.d, where the
+    toolkit's update-ldcache hook registers the injected driver libraries (without it the injected
+    nvidia-smi "couldn't find libnvidia-ml.so": the H200, 2026-12-04)."""
+    img = busybox(ref, binary)
+    img.files.update(LDCONFIG_FILES)
+    return _with_libraries(img, libc)
 
 
 def driver_dependencies(driver_root: str) -> list[str]:
