@@ -286,3 +286,20 @@ def test_plain_image_has_a_c_library_and_no_nvidia_tool(bins, tmp_path):
     # where the toolkit's update-ldcache hook registers the injected driver libraries
     assert image.files["/etc/ld.so.conf"] == images.LDCONFIG_FILES["/etc/ld.so.conf"] and "/etc/ld.so.conf.d" in image.dirs
     assert not any("nvidia" in path for path in (*image.files, *image.links)), sorted(image.files)
+
+
+def test_the_nodes_bind_mount_covers_and_uncovers_a_file(tmp_path):
+    """node._mount/_umount, what binds the driver's nvidia-smi over the VM's script (a real
+    mount(2): the node runs as root, as CI does); a failure names the paths."""
+    from testbed.gpunode import node
+    real, script = tmp_path / "real", tmp_path / "script"
+    real.write_text("real\n")
+    script.write_text("script\n")
+    node._mount(str(real), str(script), 0x1000)
+    try:
+        assert script.read_text() == "real\n"
+    finally:
+        node._umount(str(script))
+    assert script.read_text() == "script\n"
+    with pytest.raises(node.NodeError, match=f"{tmp_path}/missing .*No such file"):
+        node._mount(str(tmp_path / "missing"), str(script), 0x1000)

@@ -153,10 +153,12 @@ def driver_report(hw: dict, devices: list[Device], libraries: str | None) -> tup
     """What the injected ``nvidia-smi --query-gpu=driver_version --format=csv,noheader`` and the
     header of ``nvidia-smi`` print, and whether they succeed: the driver's libraries (injected from
     the host) of another version than the loaded kernel module make NVML refuse
-    ("Driver/library version mismatch", as after a driver upgrade without reboot)."""
+    ("Driver/library version mismatch", as after a driver upgrade without reboot: nvidia-smi's
+    own two lines, the second naming the libraries' major.minor, as field reports quote them, e.g.
+    "Failed to initialize NVML: Driver/library version mismatch" / "NVML library version: 580.126")."""
     if libraries and libraries != hw["driver"]:
         return ["Failed to initialize NVML: Driver/library version mismatch",
-                f"NVML library version: {libraries}"], False
+                "NVML library version: " + ".".join(libraries.split(".")[:2])], False
     gpus = len(dict.fromkeys(d.gpu_uuid for d in devices))
     return [hw["driver"]] * gpus + [
         f"| NVIDIA-SMI {hw['driver']}             Driver Version: {hw['driver']}     CUDA Version: {hw['cuda']}     |"], True

@@ -171,7 +171,11 @@ class DeviceSim:
         """What one container prints and whether it succeeds: the GPUs it sees (its own; every GPU
         of the node for one that asked none under ``isolation: leak``) as device nodes where it
         lists them, the injected nvidia-smi's driver report where it queries it, else
-        ``nvidia-smi -L`` and, for a CUDA container, the vectoradd output."""
+        ``nvidia-smi -L`` and, for a CUDA container, the vectoradd output. Devices are per
+        container: the kubelet's device manager asks the plugin to allocate for each container
+        apart (k8s.io/kubernetes pkg/kubelet/cm/devicemanager/manager.go, allocateContainerResources)
+        and the plugin answers with that container's devices only (k8s-device-plugin
+        internal/plugin/server.go Allocate: one ContainerAllocateResponse per request)."""
         command = command_text(container)
         if not asked and self.runtime_leaks_gpus():
             devices = node_devices(node)

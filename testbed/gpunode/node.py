@@ -397,29 +397,23 @@ class Node:
     def shared_mounts() -> None:
         """``mount --make-rshared /``, as systemd leaves a host: the operands' Bidirectional
         mounts (/run/nvidia/validations) need a shared mount under them, else the kubelet refuses
-        the container. The mount(2) call through libc: the VM has no mount binary to rely on."""
-        import ctypes
+        the container."""
         ms_rec, ms_shared = 0x4000, 1 << 20
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.mount(None, b"/", None, ms_rec | ms_shared, None) != 0:
-            raise NodeError(f"mount --make-rshared /: {os.strerror(ctypes.get_errno())}")
+        _mount(None, "/", ms_rec | ms_shared)
 
     def driver_program_on_path(self) -> None:
         """The driver's nvidia-smi where a host install has it (operator_stack's docstring says
         why): bound over the lent VM's /usr/bin/nvidia-smi script for this run, unbound at its
-        end (:meth:`undo`)."""
-        import ctypes
-        ms_bind = 0x1000
-        target, real = b"/usr/bin/nvidia-smi", f"{DRIVER_ROOT}/bin/nvidia-smi".encode()
-        if not Path(real.decode()).is_file():
-            raise NodeError(f"{real.decode()}: no such program on this machine")
-        libc = ctypes.CDLL(None, use_errno=True)
-        if not Path(target.decode()).exists():
-            Path(target.decode()).touch()
-        if libc.mount(real, target, None, ms_bind, None) != 0:
-            raise NodeError(f"mount --bind {real.decode()} {target.decode()}: {os.strerror(ctypes.get_errno())}")
-        self.undo.append(lambda: libc.umount2(target, 2))   # MNT_DETACH
-        self.mark(f"{real.decode()} bound over {target.decode()}")
+        end (``undo``)."""
+        target, real = Path("/usr/bin/nvidia-smi"), Path(DRIVER_ROOT) / "bin" / "nvidia-smi"
+        if not real.is_file():
+            raise NodeError(f"{real}: no such program on this machine")
+        created = not target.exists()
+        if created:
+            target.touch()   # a bind mount needs a file to cover
+        _mount(str(real), str(target), 0x1000)   # MS_BIND
+        self.undo.append(lambda: (_umount(str(target)), created and target.unlink(missing_ok=True)))
+        self.mark(f"{real} bound over {target}")
 
     def gpu_operator(self, objects: list[dict], timeout: float = 300) -> None:
         """The chart's objects as ``helm install`` creates them (CRDs first), then NVIDIA's
@@ -576,6 +570,22 @@ class Node:
                 info = tarfile.TarInfo(name)
                 info.size = len(blob)
                 tar.addfile(info, io.BytesIO(blob))
+
+
+def _libc():
+    import ctypes
+    return ctypes, ctypes.CDLL(None, use_errno=True)
+
+
+def _mount(source: str | None, target: str, flags: int) -> None:
+    """mount(2) through libc (the VM has no mount binary to rely on); NodeError naming it."""
+    ctypes, libc = _libc()
+    if libc.mount(source and source.encode(), target.encode(), None, flags, None) != 0:
+        raise NodeError(f"mount {source or ''} {target} (flags {flags:#x}): {os.strerror(ctypes.get_errno())}")
+
+
+def _umount(target: str) -> None:
+    _libc()[1].umount2(target.encode(), 2)   # MNT_DETACH
 
 
 def verdicts(reports: Path) -> dict:
