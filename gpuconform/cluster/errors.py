@@ -22,8 +22,14 @@ class Unreachable(ClusterError):
 
 
 class Forbidden(ClusterError):
-    """The credentials are accepted but RBAC refuses one request (HTTP 403): "could not check",
-    str() is ``forbidden: needs <verb> <resource> ...``, the rule to add to the suite's role."""
+    """The credentials are accepted but the server refuses one request (HTTP 403): "could not check",
+    str() is ``forbidden: needs <verb> <resource> ...``, the rule to add to the suite's role, when
+    RBAC refused it (``by_rbac``); else the refusal of an admission policy or webhook, or of the
+    endpoint behind the API server's service proxy, as the server told it."""
+
+    def __init__(self, line: str, by_rbac: bool = True):
+        super().__init__(line)
+        self.by_rbac = by_rbac
 
 
 def api_error_line(exc: Exception) -> str:
@@ -84,4 +90,6 @@ def request_error_line(exc: Exception, what: str) -> str:
 
 def api_error(exc: Exception, what: str) -> ClusterError:
     """The error to raise for a refused request: :class:`Forbidden` for a 403, else ClusterError."""
-    return (Forbidden if getattr(exc, "status", None) == 403 else ClusterError)(request_error_line(exc, what))
+    if getattr(exc, "status", None) == 403:
+        return Forbidden(request_error_line(exc, what), by_rbac=_FORBIDDEN.search(_server_message(exc)) is not None)
+    return ClusterError(request_error_line(exc, what))

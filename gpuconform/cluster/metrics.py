@@ -24,12 +24,15 @@ def proxy_path(namespace: str, service: str, port: int, path: str) -> str:
 
 def scrape(cluster: Cluster, *, url: str | None, proxy: str, timeout: float) -> Scrape:
     """One scrape of ``url``, else of the API server path ``proxy``. No right to use the service
-    proxy raises Forbidden (could not check); an endpoint that does not answer 200 is a problem."""
+    proxy raises Forbidden (could not check); an endpoint that does not answer 200 (the API server's
+    503 for a Service without ready endpoints, or the endpoint's own refusal) is a problem."""
     if url is None:
         try:
             return Scrape(proxy, cluster.request("GET", proxy, what=f"scraping {proxy}", text=True))
-        except Forbidden:
-            raise
+        except Forbidden as exc:
+            if exc.by_rbac:
+                raise
+            return Scrape(proxy, problem=str(exc))  # the endpoint's own 403, passed on by the proxy
         except ClusterError as exc:
             return Scrape(proxy, problem=str(exc))
     try:

@@ -70,10 +70,12 @@ def profile_with(tmp_path):
 
 @pytest.fixture
 def exporter(platform):
-    """``exporter(per_device=True)``: the simulated dcgm-exporter of gpu-worker-1, its URL (the
-    accelerator_metrics endpoint of the AI Conformance runs)."""
+    """``exporter(per_device=True, answering=True)``: the simulated dcgm-exporter at each pod of the GPU Operator's
+    nvidia-dcgm-exporter DaemonSet, for the test; {pod: URL}. The AI Conformance runs reach it as a
+    platform's Prometheus would, through the operator's Service (the profile's default endpoint)."""
     import contextlib
 
-    from testbed.cluster.dcgmexporter import serve
+    from testbed.cluster.dcgmexporter import at_exporter_pods
     with contextlib.ExitStack() as stack:
-        yield lambda per_device=True: stack.enter_context(serve(platform.api, "gpu-worker-1", per_device))
+        yield lambda per_device=True, answering=True: stack.enter_context(
+            at_exporter_pods(platform.api, per_device, answering))

@@ -25,10 +25,9 @@ DECLARED = {r.id: {"status": "Implemented", "notes": "declared for the test bed"
             for r in CHECKLIST.requirements if r.level == "MUST"}
 
 
-def run_export(platform, profile_with, tmp_path, metrics_url: str):
+def run_export(platform, profile_with, tmp_path):
     folder = tmp_path / "v1.36" / "bed"
-    profile = profile_with({"ai_conformance": {"checklist": "1.36", "product": PRODUCT, "requirements": DECLARED,
-                                               "metrics": {"url": metrics_url}}})
+    profile = profile_with({"ai_conformance": {"checklist": "1.36", "product": PRODUCT, "requirements": DECLARED}})
     proc, doc = run_suite("-m", "aiconformance", "-q", f"--profile={profile}", f"--kubeconfig={platform.kubeconfig}",
                           f"--ai-conformance={folder}", f"--junitxml={folder}/reports/junit.xml",
                           report_dir=folder / "reports", timeout=400)
@@ -54,7 +53,8 @@ def judged(doc: dict) -> dict[str, list[str]]:
 
 
 def test_the_good_bed_exports_a_product_yaml_the_rules_accept(platform, profile_with, tmp_path, exporter):
-    proc, doc, path, entries = run_export(platform, profile_with, tmp_path, exporter())
+    exporter()
+    proc, doc, path, entries = run_export(platform, profile_with, tmp_path)
     assert rules.version_from_path(path) == "1.36"
     assert rules.problems(path, CHECKLIST) == []
     assert f"{path} (checklist 1.36) passes the program's rules" in proc.stdout
@@ -82,7 +82,8 @@ def test_a_gpu_leaking_into_pods_makes_secure_accelerator_access_not_implemented
     client.CoreV1Api(platform.api).create_namespaced_config_map(
         ns, {"metadata": {"name": name}, "data": {"isolation": "leak"}})
     try:
-        proc, doc, path, entries = run_export(platform, profile_with, tmp_path, exporter())
+        exporter()
+        proc, doc, path, entries = run_export(platform, profile_with, tmp_path)
     finally:
         platform.reset()
     assert proc.returncode == 1

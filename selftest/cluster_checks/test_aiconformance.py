@@ -20,13 +20,16 @@ PASS_ON_GOOD = {("aiconf.secure_accelerator_access", p) for p in ("asked-one", "
     ("aiconf.gpu_sharing", "advertised"), ("aiconf.gpu_sharing", "usable"), ("aiconf.dra_support", "api")}
 
 
-def run_aiconf(run_cluster, profile_with, url: str, *args: str, **section):
-    profile = profile_with({"ai_conformance": {"checklist": CHECKLIST, "metrics": {"url": url}, **section}})
+def run_aiconf(run_cluster, profile_with, *args: str, **section):
+    """The AI Conformance checks; the metrics endpoint is the profile's default (the GPU Operator's
+    nvidia-dcgm-exporter Service through the API server's service proxy) unless ``section`` names one."""
+    profile = profile_with({"ai_conformance": {"checklist": CHECKLIST, **section}})
     return run_cluster("-m", "aiconformance", *args, profile=profile)
 
 
 def test_good_platform_passes(run_cluster, profile_with, exporter):
-    proc, results = run_aiconf(run_cluster, profile_with, exporter())
+    assert len(exporter()) == 3  # one per GPU worker
+    proc, results = run_aiconf(run_cluster, profile_with)
     aiconf = {cid for cid, _ in results if cid.startswith(mapping.PREFIX)}
     assert aiconf == {"aiconf.secure_accelerator_access", "aiconf.driver_runtime_management", "aiconf.accelerator_metrics",
                       "aiconf.gpu_sharing", "aiconf.dra_support", "aiconf.robust_controller"}
@@ -48,7 +51,8 @@ def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, pr
     client.CoreV1Api(platform.api).create_namespaced_config_map(  # reset by `fault`
         ns, {"metadata": {"name": name}, "data": {"isolation": "leak"}})
     fault("driver-library-mismatch")
-    _, results = run_aiconf(run_cluster, profile_with, exporter(per_device=False), "-k", "not gpu_sharing",
+    exporter(per_device=False)
+    _, results = run_aiconf(run_cluster, profile_with, "-k", "not gpu_sharing",
                             dra_driver="gpu.nvidia.com", kubeflow_trainer={"installed": True})
     expected = {
         ("aiconf.secure_accelerator_access", "asked-one"): ("pass", ""),
@@ -74,9 +78,26 @@ def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, pr
     assert results[("cluster.workload.isolation", None)]["verdict"] == "fail"
 
 
-def test_requirement_not_in_the_profiles_checklist_skips(run_cluster, profile_with, exporter):
-    _, results = run_aiconf(run_cluster, profile_with, exporter(), "-k", "dra_support",
-                            checklist="1.36")
+def test_requirement_not_in_the_profiles_checklist_skips(run_cluster, profile_with):
+    _, results = run_aiconf(run_cluster, profile_with, "-k", "dra_support", checklist="1.36")
     for param in ("api", "driver"):
         r = results[("aiconf.dra_support", param)]
         assert r["verdict"] == "skip" and "not a requirement of checklist 1.36" in r["message"], r
+
+
+
+@pytest.mark.parametrize("endpoint", ["service", "url", "exporter-down"])
+def test_metrics_endpoint_paths(run_cluster, profile_with, exporter, endpoint):
+    """The profile's endpoint, reached through the Service or by URL; an exporter whose pods run
+    but whose process answers nothing fails saying what the API server's proxy answered."""
+    urls = exporter(answering=endpoint != "exporter-down")
+    metrics = {"url": next(iter(urls.values()))} if endpoint == "url" else {}
+    _, results = run_aiconf(run_cluster, profile_with, "-k", "accelerator_metrics", metrics=metrics)
+    for kind in ("utilization", "memory"):
+        r = results[("aiconf.accelerator_metrics", kind)]
+        if endpoint == "exporter-down":
+            assert r["verdict"] == "fail" and r["message"].startswith(
+                "/api/v1/namespaces/gpu-operator/services/nvidia-dcgm-exporter:9400/proxy/metrics: ") and (
+                "HTTP 503" in r["message"]), r["message"]
+        else:
+            assert r["verdict"] == "pass", r["message"]

@@ -12,10 +12,16 @@ device index), ``UUID``, ``device`` (``nvidia<N>``), ``modelName``, ``Hostname``
 ``labeldrop`` of gpu/UUID/device, or a recording rule that sums over them, serves instead: one
 sample per node.
 
-From Python: ``with serve(api, "gpu-worker-1") as url: ...`` (a selftest fixture does it)."""
+From Python: ``with at_exporter_pods(api) as urls: ...`` (a selftest fixture does it): one stand-in
+per pod of NVIDIA's ``nvidia-dcgm-exporter`` DaemonSet, answering at that pod's IP and port 9400,
+where the API server's service proxy reaches the pod through the operator's own Service and the
+Endpoints kube-controller-manager writes for it. In Kubernetes 1.35 that proxy resolves Endpoints
+and proxies only to an address that is a pod's IP (kubernetes pkg/registry/core/service/storage/
+storage.go, ResourceLocation and isValidAddress), so the stand-in must stand where the pod is."""
 from __future__ import annotations
 
 import contextlib
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Iterator
@@ -56,8 +62,9 @@ def render(node: client.V1Node, per_device: bool = True) -> str:
 
 
 @contextlib.contextmanager
-def serve(api: client.ApiClient, node: str, per_device: bool = True) -> Iterator[str]:
-    """The exporter of ``node`` on 127.0.0.1 (a free port) while in the block; yields its URL."""
+def serve(api: client.ApiClient, node: str, per_device: bool = True, host: str = "127.0.0.1",
+          port: int = 0) -> Iterator[str]:
+    """The exporter of ``node`` on ``host``:``port`` (0: a free one) while in the block; yields its URL."""
     core = client.CoreV1Api(api)
 
     class Handler(BaseHTTPRequestHandler):
@@ -75,11 +82,44 @@ def serve(api: client.ApiClient, node: str, per_device: bool = True) -> Iterator
         def log_message(self, *args):  # quiet
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer((host, port), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        yield f"http://{host}:{server.server_address[1]}/metrics"
     finally:
         server.shutdown()
         server.server_close()
+
+
+
+#: the DaemonSet's pod label and container port (gpu-operator assets/state-dcgm-exporter/0900_daemonset.yaml)
+POD_LABEL, PORT = "app=nvidia-dcgm-exporter", 9400
+
+
+@contextlib.contextmanager
+def _address_on_loopback(ip: str) -> Iterator[None]:
+    """KWOK gives pods addresses nothing answers at (its --cidr): while in the block, this machine
+    holds ``ip`` on its loopback interface, so that a stand-in can listen there."""
+    subprocess.run(["ip", "addr", "add", f"{ip}/32", "dev", "lo"], check=True, capture_output=True, text=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["ip", "addr", "del", f"{ip}/32", "dev", "lo"], capture_output=True, text=True)
+
+
+@contextlib.contextmanager
+def at_exporter_pods(api: client.ApiClient, per_device: bool = True, answering: bool = True) -> Iterator[dict[str, str]]:
+    """A stand-in at each running dcgm-exporter pod's IP and port while in the block; yields
+    {pod: URL}. ``answering=False``: the pods' addresses are held but nothing listens, as when the
+    exporter's process is down while its pod still runs (the API server's proxy is refused)."""
+    pods = client.CoreV1Api(api).list_pod_for_all_namespaces(label_selector=POD_LABEL).items
+    with contextlib.ExitStack() as stack:
+        urls = {}
+        for pod in pods:
+            if pod.status.phase == "Running" and pod.status.pod_ip:
+                stack.enter_context(_address_on_loopback(pod.status.pod_ip))
+                urls[pod.metadata.name] = stack.enter_context(
+                    serve(api, pod.spec.node_name, per_device, host=pod.status.pod_ip, port=PORT)) if answering else (
+                    f"http://{pod.status.pod_ip}:{PORT}/metrics")
+        yield urls
