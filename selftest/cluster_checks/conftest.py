@@ -79,3 +79,14 @@ def exporter(platform):
     with contextlib.ExitStack() as stack:
         yield lambda per_device=True, answering=True: stack.enter_context(
             at_exporter_pods(platform.api, per_device, answering))
+
+
+@pytest.fixture
+def dra_driver(platform):
+    """``dra_driver(kubelet_plugin_running=True)``: the simulated NVIDIA DRA driver's DeviceClass
+    and ResourceSlices (testbed/cluster/dradriver.py) for the test; the slices' names."""
+    import contextlib
+
+    from testbed.cluster.dradriver import installed
+    with contextlib.ExitStack() as stack:
+        yield lambda kubelet_plugin_running=True: stack.enter_context(installed(platform.api, kubelet_plugin_running))

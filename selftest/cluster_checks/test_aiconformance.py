@@ -17,7 +17,8 @@ PASS_ON_GOOD = {("aiconf.secure_accelerator_access", p) for p in ("asked-one", "
                                                                   "pair-asked-none")} | {
     ("aiconf.driver_runtime_management", "driver"), ("aiconf.driver_runtime_management", "cuda"),
     ("aiconf.accelerator_metrics", "utilization"), ("aiconf.accelerator_metrics", "memory"),
-    ("aiconf.gpu_sharing", "advertised"), ("aiconf.gpu_sharing", "usable"), ("aiconf.dra_support", "api")}
+    ("aiconf.gpu_sharing", "advertised"), ("aiconf.gpu_sharing", "usable"), ("aiconf.dra_support", "api"),
+    ("aiconf.dra_support", "driver")}
 
 
 def run_aiconf(run_cluster, profile_with, *args: str, **section):
@@ -27,9 +28,9 @@ def run_aiconf(run_cluster, profile_with, *args: str, **section):
     return run_cluster("-m", "aiconformance", *args, profile=profile)
 
 
-def test_good_platform_passes(run_cluster, profile_with, exporter):
-    assert len(exporter()) == 3  # one per GPU worker
-    proc, results = run_aiconf(run_cluster, profile_with)
+def test_good_platform_passes(run_cluster, profile_with, exporter, dra_driver):
+    assert len(exporter()) == 3 and len(dra_driver()) == 3  # one per GPU worker
+    proc, results = run_aiconf(run_cluster, profile_with, dra_driver="gpu.nvidia.com")
     aiconf = {cid for cid, _ in results if cid.startswith(mapping.PREFIX)}
     assert aiconf == {"aiconf.secure_accelerator_access", "aiconf.driver_runtime_management", "aiconf.accelerator_metrics",
                       "aiconf.gpu_sharing", "aiconf.dra_support", "aiconf.robust_controller"}
@@ -40,10 +41,13 @@ def test_good_platform_passes(run_cluster, profile_with, exporter):
     assert proc.returncode == 0, proc.stdout[-3000:]
     skipped = {k[0]: r["message"] for k, r in results.items() if r["verdict"] == "skip"}
     assert "no Kubeflow Trainer" in skipped["aiconf.robust_controller"]
-    assert "names no DRA driver" in skipped["aiconf.dra_support"]
+    # the versions a GPU pod sees are judged against the DRA driver's ResourceSlice attributes
+    for kind, attribute in (("driver", "driverVersion"), ("cuda", "cudaDriverVersion")):
+        evidence = results[("aiconf.driver_runtime_management", kind)]["evidence"]
+        assert f"advertised ---\nResourceSlice gpu-worker-" in evidence and f" {attribute}: " in evidence, evidence
 
 
-def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, profile_with, exporter):
+def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, profile_with, exporter, dra_driver):
     from kubernetes import client
 
     from testbed.cluster.devices import SCENARIO_CONFIGMAP
@@ -52,6 +56,7 @@ def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, pr
         ns, {"metadata": {"name": name}, "data": {"isolation": "leak"}})
     fault("driver-library-mismatch")
     exporter(per_device=False)
+    dra_driver(kubelet_plugin_running=False)
     _, results = run_aiconf(run_cluster, profile_with, "-k", "not gpu_sharing",
                             dra_driver="gpu.nvidia.com", kubeflow_trainer={"installed": True})
     expected = {
@@ -64,7 +69,8 @@ def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, pr
         ("aiconf.accelerator_metrics", "utilization"): ("fail", "DCGM_FI_DEV_GPU_UTIL samples carry none of the device labels"),
         ("aiconf.accelerator_metrics", "memory"): ("fail", "DCGM_FI_DEV_FB_USED samples carry none of the device labels"),
         ("aiconf.dra_support", "api"): ("pass", ""),
-        ("aiconf.dra_support", "driver"): ("fail", "DRA driver gpu.nvidia.com: DeviceClasses selecting it none"),
+        ("aiconf.dra_support", "driver"): ("fail", "DRA driver gpu.nvidia.com: DeviceClasses selecting it "
+                                                   "['gpu.nvidia.com'], ResourceSlices 0"),
         ("aiconf.robust_controller", "crd_established"): ("fail", "CRD trainjobs.trainer.kubeflow.org is not registered"),
         ("aiconf.robust_controller", "invalid_refused"): ("fail", "refused, not by a webhook"),
         ("aiconf.robust_controller", "valid_completes"): ("fail", "TrainJob on ClusterTrainingRuntime torch-distributed: refused"),
@@ -83,6 +89,13 @@ def test_requirement_not_in_the_profiles_checklist_skips(run_cluster, profile_wi
     for param in ("api", "driver"):
         r = results[("aiconf.dra_support", param)]
         assert r["verdict"] == "skip" and "not a requirement of checklist 1.36" in r["message"], r
+
+
+def test_no_dra_driver_named_skips_saying_so(run_cluster, profile_with):
+    _, results = run_aiconf(run_cluster, profile_with, "-k", "dra_support")
+    assert results[("aiconf.dra_support", "api")]["verdict"] == "pass"
+    r = results[("aiconf.dra_support", "driver")]
+    assert r["verdict"] == "skip" and "names no DRA driver" in r["message"], r
 
 
 

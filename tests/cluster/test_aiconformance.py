@@ -103,7 +103,7 @@ def driver_probe(cluster, workloads, ai_expected, _pod_runs, evidence):
            "GPU Feature Discovery (or the DRA driver) relabels the node once NVML answers",
        needs=["cluster.operator.clusterpolicy_ready"])
 @pytest.mark.parametrize("version_kind", ["driver", "cuda"])
-def test_driver_runtime_management(cluster, cluster_expected, ai_expected, version_kind, driver_probe):
+def test_driver_runtime_management(cluster, cluster_expected, ai_expected, version_kind, driver_probe, evidence):
     """driver_runtime_management (mirrors kubernetes-sigs/ai-conformance TestAcceleratorDriverRuntimeManagement):
     nvidia-smi, injected by the container runtime into a plain image asking one GPU, reports the driver
     (CUDA) version the pod's node advertises: a DRA ResourceSlice attribute where the profile names a DRA
@@ -113,6 +113,7 @@ def test_driver_runtime_management(cluster, cluster_expected, ai_expected, versi
     where, advertised = aiconf.advertised_version(cluster.node(driver_probe.node), slices, version_kind) if (
         driver_probe.node) else ("no node", None)
     seen = dict(zip(("driver", "cuda"), parse_driver_and_cuda(driver_probe.log)))[version_kind]
+    evidence.add(f"{version_kind} version advertised", f"{where}: {advertised or 'none'}")
     assert seen and advertised and aiconf.same_version(seen, advertised), (
         f"{version_kind} version seen in pod {driver_probe.name} on {driver_probe.node}: {seen or 'none'} "
         f"(log: {driver_probe.log.strip()[-200:] or '(empty)'}); advertised by {where}: {advertised or 'none'}")
