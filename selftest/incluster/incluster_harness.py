@@ -107,11 +107,12 @@ def token_kubeconfig(path: Path, server: str, ca: Path, bearer: str) -> Path:
     return path
 
 
-def allowed(cluster, verb: str, resource: str, group: str = "", namespace: str | None = None) -> bool:
+def allowed(cluster, verb: str, resource: str, group: str = "", namespace: str | None = None,
+            name: str | None = None) -> bool:
     """What RBAC answers for the ServiceAccount now (SubjectAccessReview, asked as the admin)."""
     resource, _, sub = resource.partition("/")
     attrs = {"verb": verb, "resource": resource, "subresource": sub, "group": group,
-             **({"namespace": namespace} if namespace else {})}
+             **({"namespace": namespace} if namespace else {}), **({"name": name} if name else {})}
     doc = cluster.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body={
         "apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
         "spec": {"user": USER, "groups": ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}",
@@ -120,16 +121,16 @@ def allowed(cluster, verb: str, resource: str, group: str = "", namespace: str |
 
 
 def wait_access(cluster, want: bool, verb: str, resource: str, group: str = "", namespace: str | None = None,
-                timeout: float = 30) -> None:
+                timeout: float = 30, name: str | None = None) -> None:
     deadline = time.monotonic() + timeout
-    while allowed(cluster, verb, resource, group, namespace) != want:
+    while allowed(cluster, verb, resource, group, namespace, name) != want:
         assert time.monotonic() < deadline, f"RBAC still {'denies' if want else 'allows'} {verb} {resource}"
         time.sleep(0.2)
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule of a role in 10-rbac.yaml and the checks its comment names."""
+    """One rule of a role in 10-rbac.yaml (or an optional file) and the checks its comment names."""
     role_kind: str
     role_name: str
     index: int
@@ -149,9 +150,9 @@ class Rule:
 
 
 #: the check ids of tests/ (named in @check or in a module constant it takes)
-CHECK_IDS = set(re.findall(r'"((?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)+|node\.[a-z_]+(?:\.[a-z_]+)*)"', "".join(
+CHECK_IDS = set(re.findall(r'"((?:cluster|kubeflow)\.[a-z_]+(?:\.[a-z_]+)+|(?:node|aiconf)\.[a-z_]+(?:\.[a-z_]+)*)"', "".join(
     p.read_text() for p in (REPO / "tests").rglob("*.py")))) | {"cluster.api.reachable"}
-CHECK_ID = re.compile(r"\b(?:cluster|kubeflow|node)\.[a-z_]+(?:\.[a-z_]+)*")
+CHECK_ID = re.compile(r"\b(?:cluster|kubeflow|node|aiconf)\.[a-z_]+(?:\.[a-z_]+)*")
 
 
 def rules(path: Path = RBAC) -> list[Rule]:
@@ -196,13 +197,14 @@ def rule_removed(cluster, role: dict, rule: Rule, needs: str, namespace: str | N
     verb, resource = needs.split(" ")[:2]
     group = rule.rule["apiGroups"][0]
     resource = resource.removesuffix(f".{group}") if group else resource
+    name = next(iter(rule.rule.get("resourceNames") or []), None)  # a rule for one object: asked for it
     apply(cluster, {**role, "rules": [r for i, r in enumerate(role["rules"]) if i != rule.index]})
     try:
-        wait_access(cluster, False, verb, resource, group, namespace)
+        wait_access(cluster, False, verb, resource, group, namespace, name=name)
         yield
     finally:
         apply(cluster, role)
-        wait_access(cluster, True, verb, resource, group, namespace)
+        wait_access(cluster, True, verb, resource, group, namespace, name=name)
 
 
 def wait_fence(sa_cluster, timeout: float = 30) -> None:
