@@ -263,21 +263,45 @@ def validation_workloads(validator_ds: dict, policy_spec: dict) -> list[Validati
     return out
 
 
-def validator_problems(pods, gpu_node_names, workloads: list[ValidationWorkload]) -> list[str]:
-    """Per GPU worker: the nvidia-operator-validator pod Ready (every validation init container
-    done) and, for each validation that runs a workload, its pod Succeeded."""
-    by = {}
+def _validators_by_app_and_node(pods) -> dict[tuple[str, str | None], list[dict]]:
+    by: dict[tuple[str, str | None], list[dict]] = {}
     for p in pods:
         app = (p["metadata"].get("labels") or {}).get("app", "")
         by.setdefault((app, (p.get("spec") or {}).get("nodeName")), []).append(p)
-    succeeded = lambda p: (p.get("status") or {}).get("phase") == "Succeeded"  # noqa: E731
-    expected = [(VALIDATOR_DAEMONSET, pod_ready)] + [(w.app, succeeded) for w in workloads if w.expected]
+    return by
+
+
+def _succeeded(pod: dict) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Succeeded"
+
+
+def _expected_validators(workloads: list[ValidationWorkload]):
+    return [(VALIDATOR_DAEMONSET, pod_ready, "Ready")] + [(w.app, _succeeded, "Succeeded") for w in workloads if w.expected]
+
+
+def validator_problems(pods, gpu_node_names, workloads: list[ValidationWorkload]) -> list[str]:
+    """Per GPU worker: the nvidia-operator-validator pod Ready (every validation init container
+    done) and, for each validation that runs a workload, its pod Succeeded."""
+    by = _validators_by_app_and_node(pods)
     out = [f"{w.component}-validation: {w.why} is no boolean" for w in workloads if w.expected is None]
     for node in gpu_node_names:
-        for app, done in expected:
+        for app, done, _ in _expected_validators(workloads):
             mine = by.get((app, node), [])
             if not mine:
                 out.append(f"{node}: no {app} pod")
             elif not any(done(p) for p in mine):
                 out.append(f"{node}: {'; '.join(describe_pod(p) for p in mine)}")
     return out
+
+
+def validator_summary(pods, gpu_node_names, workloads: list[ValidationWorkload]) -> str:
+    """The validator pods in counts, one line per pod kind the rule expects (a fleet's thousands of
+    pods are not listed: each that is not done is named by :func:`validator_problems`)."""
+    by, nodes = _validators_by_app_and_node(pods), list(gpu_node_names)
+    lines = []
+    for app, done, word in _expected_validators(workloads):
+        mine = [p for n in nodes for p in by.get((app, n), [])]
+        covered = sum(1 for n in nodes if by.get((app, n)))
+        lines.append(f"{app}: {len(mine)} pods on {covered} of {len(nodes)} GPU workers, "
+                     f"{sum(1 for p in mine if done(p))} {word}")
+    return "\n".join(lines)

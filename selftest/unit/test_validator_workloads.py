@@ -91,3 +91,17 @@ def test_cuda_validator_not_succeeded_fails(validator_ds):
     workloads = operator.validation_workloads(validator_ds, {})
     pods = _healthy_pods()
     assert operator.validator_problems(pods, NODES, workloads) == [f"{n}: no nvidia-cuda-validator pod" for n in NODES]
+
+
+def test_evidence_counts_the_pods_and_the_failure_names_each_bad_one(validator_ds):
+    """A fleet's validator pods are counted in the evidence, not listed; each one not done is
+    still named in the failure."""
+    workloads = operator.validation_workloads(validator_ds, {})
+    pods = _healthy_pods("nvidia-cuda-validator")
+    pods[-1] = _pod("nvidia-cuda-validator", NODES[-1], phase="Failed")
+    summary = operator.validator_summary(pods, NODES, workloads)
+    n = len(NODES)
+    assert summary.splitlines() == [f"nvidia-operator-validator: {n} pods on {n} of {n} GPU workers, {n} Ready",
+                                    f"nvidia-cuda-validator: {n} pods on {n} of {n} GPU workers, {n - 1} Succeeded"]
+    problems = operator.validator_problems(pods, NODES, workloads)
+    assert len(problems) == 1 and problems[0].startswith(f"{NODES[-1]}: nvidia-cuda-validator") and "Failed" in problems[0]

@@ -144,6 +144,6 @@ def test_validations_completed(cluster, cluster_expected, evidence):
     workloads = operator.validation_workloads(ds, (_policy(cluster, cluster_expected) or {}).get("spec") or {})
     pods = cluster.validator_pods()
     evidence.add("validation workloads", "\n".join(map(str, workloads)))
-    evidence.add("validator pods", "\n".join(operator.describe_pod(p) for p in pods) or "(none)")
     problems = operator.validator_problems(pods, cluster.gpu_node_names(), workloads)
+    evidence.add("validator pods", operator.validator_summary(pods, cluster.gpu_node_names(), workloads))
     assert not problems, "; ".join(problems)
