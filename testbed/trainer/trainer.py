@@ -264,13 +264,13 @@ class Trainer:
             str(folder / "tmp"), str(sa), "--", str(binary), *controller_args(objects, controller, config_file)],
             env={"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/tmp",
                  "KUBECONFIG": str(kubeconfig)})
-        secret = wait_for(f"{controller.process} to fill Secret {controller.namespace}/{controller.secret}",
-                          lambda: supervisor.give_up_if_exited(controller.process) and self._filled(controller),
-                          timeout)
-        for key, value in secret.items():  # the kubelet's secret volume: one file per key
-            (certs / f".{key}.tmp").write_bytes(base64.b64decode(value))
-            (certs / f".{key}.tmp").replace(certs / key)
+        wait_for(f"{controller.process} to fill Secret {controller.namespace}/{controller.secret}",
+                 lambda: supervisor.give_up_if_exited(controller.process) and self._mount_secret(controller, certs),
+                 timeout)
         wait_http(supervisor, controller.process, f"http://{LOOPBACK}:{listen.health}/readyz", timeout)
+        # the kubelet resyncs a secret volume: cert-controller may have rewritten the Secret
+        # (two of its reconcilers race on the first fill) before it patched the caBundle
+        self._mount_secret(controller, certs)
 
     def stop(self, controller: Controller) -> None:
         """The controller process stopped (its webhook no longer answers)."""
@@ -295,9 +295,18 @@ class Trainer:
         _delete(dyn.resources.get(api_version="v1", kind="Namespace"), {"metadata": {"name": TRAINJOB_NAMESPACE}})
         self.applied = []
 
-    def _filled(self, controller: Controller) -> dict[str, str] | None:
+    def _mount_secret(self, controller: Controller, certs: Path) -> bool:
+        """The webhook Secret's keys as files in ``certs`` (the kubelet's secret volume), those that
+        changed rewritten; False while cert-controller has not filled it yet."""
         data = client.CoreV1Api(self.api).read_namespaced_secret(controller.secret, controller.namespace).data or {}
-        return data if "tls.crt" in data and "tls.key" in data else None
+        if not {"tls.crt", "tls.key"} <= set(data):
+            return False
+        for key, value in data.items():
+            content = base64.b64decode(value)
+            if not (certs / key).is_file() or (certs / key).read_bytes() != content:
+                (certs / f".{key}.tmp").write_bytes(content)
+                (certs / f".{key}.tmp").replace(certs / key)
+        return True
 
     def _token_kubeconfig(self, controller: Controller) -> str:
         """A kubeconfig with a token of the controller's ServiceAccount (TokenRequest), as the
