@@ -12,10 +12,9 @@ How the API server reaches the webhooks: it resolves a webhook's Service through
 EndpointSlices (the bed's kube-apiserver runs with ``--enable-aggregator-routing``,
 testbed/cluster/controlplane.py), and each controller serves its webhook on this host's
 address (its default-route interface's: an EndpointSlice may not hold a loopback one), on a free
-port. The TLS
-name the API server checks is ``<service>.<namespace>.svc``, the name the controllers'
-cert-controller issues their self-signed certificate for and whose CA it patches into the
-webhook configurations' caBundle.
+port. The TLS name the API server checks is ``<service>.<namespace>.svc``, the name the
+controllers' cert-controller issues their self-signed certificate for and whose CA it patches
+into the webhook configurations' caBundle.
 
 What differs from upstream's install, each for the bed (``for_the_bed``):
 
