@@ -2,9 +2,9 @@
 # Included by the top Makefile, which defines VENV, PY, PYTEST and STATE.
 CLUSTER_STATE ?= $(STATE)/cluster
 
-.PHONY: cluster-bins kubectl-bin gpu-operator-bins device-plugin-chart testbed-up testbed-down testbed-status
+.PHONY: cluster-bins kubectl-bin gpu-operator-bins device-plugin-chart trainer-bins testbed-up testbed-down testbed-status
 
-TEST_DEPS += cluster-bins kubectl-bin gpu-operator-bins device-plugin-chart
+TEST_DEPS += cluster-bins kubectl-bin gpu-operator-bins device-plugin-chart trainer-bins
 
 # Build kube-apiserver/controller-manager/scheduler, etcd and kwok from the Go module proxy,
 # or reuse them from ${GPUCONFORM_CACHE:-~/.cache/gpuconform}/bin/<versions>/.
@@ -25,6 +25,12 @@ gpu-operator-bins:
 # pinned k8s-device-plugin module (testbed/deviceplugin), for the platform matrix's device-plugin site.
 device-plugin-chart:
 	@bash testbed/deviceplugin/build.sh
+
+# Kubeflow Trainer v2's controller and the JobSet controller (testbed/trainer), or reuse them; both
+# modules' install manifests are kept beside them. The AI Conformance selftests install them on
+# the bed (robust_controller).
+trainer-bins:
+	@bash testbed/trainer/build.sh
 
 testbed-up: venv cluster-bins gpu-operator-bins
 	$(PY) -m testbed.cluster up --state $(CLUSTER_STATE)

@@ -3,13 +3,18 @@ simulated cluster: on the good platform every decided requirement passes and the
 carry the profile's status; on a platform carrying the faults each check fails naming its cause:
 a pod that sees a GPU it did not request (the runtime's NVIDIA_VISIBLE_DEVICES leak), a driver
 upgraded without reload (the injected nvidia-smi: "Driver/library version mismatch"), a metrics
-endpoint without per-device labels, a DRA driver and a Kubeflow Trainer the profile declares and
-the platform lacks."""
+endpoint without per-device labels, a DRA driver whose kubelet plugin does not run (its DeviceClass
+and no ResourceSlice), a Kubeflow Trainer whose controller stopped (its admission webhook no longer answers).
+
+Kubeflow Trainer and JobSet (testbed/trainer: the real controllers) are installed for this
+module's runs only, not at every bed start: they add ~20 s to it and two more controllers
+watching the bed on a small machine, for a check no other selftest runs."""
 from __future__ import annotations
 
 import pytest
 
 from gpuconform.aiconformance import mapping
+from testbed.trainer.trainer import TRAINER, TRAINJOB_NAMESPACE
 
 #: the checklist these runs are judged by (dra_support is a MUST of 1.35, gone in 1.36)
 CHECKLIST = "1.35"
@@ -18,7 +23,29 @@ PASS_ON_GOOD = {("aiconf.secure_accelerator_access", p) for p in ("asked-one", "
     ("aiconf.driver_runtime_management", "driver"), ("aiconf.driver_runtime_management", "cuda"),
     ("aiconf.accelerator_metrics", "utilization"), ("aiconf.accelerator_metrics", "memory"),
     ("aiconf.gpu_sharing", "advertised"), ("aiconf.gpu_sharing", "usable"), ("aiconf.dra_support", "api"),
-    ("aiconf.dra_support", "driver")}
+    ("aiconf.dra_support", "driver")} | {
+    ("aiconf.robust_controller", item) for item in ("crd_established", "invalid_refused", "valid_completes")}
+#: the profile's Kubeflow Trainer: the bed's, its TrainJobs in the namespace it gives them
+TRAINER_DECLARED = {"installed": True, "namespace": TRAINJOB_NAMESPACE}
+
+
+@pytest.fixture(scope="module")
+def trainer(platform):
+    """Kubeflow Trainer and JobSet on the bed for this module's runs, removed afterwards."""
+    from testbed.trainer.trainer import Trainer
+    installed = Trainer(platform.control_plane, platform.api).install()
+    yield installed
+    installed.uninstall()
+
+
+@pytest.fixture
+def trainer_stopped(trainer):
+    """The Trainer's controller process stopped, as a crashed or scaled-down controller pod
+    leaves a platform: CRDs and webhook configurations in place, nobody answering; started again
+    afterwards."""
+    trainer.stop(TRAINER)
+    yield
+    trainer.start(TRAINER)
 
 
 def run_aiconf(run_cluster, profile_with, *args: str, **section):
@@ -28,9 +55,9 @@ def run_aiconf(run_cluster, profile_with, *args: str, **section):
     return run_cluster("-m", "aiconformance", *args, profile=profile)
 
 
-def test_good_platform_passes(run_cluster, profile_with, exporter, dra_driver):
+def test_good_platform_passes(run_cluster, profile_with, exporter, dra_driver, trainer):
     assert len(exporter()) == 3 and len(dra_driver()) == 3  # one per GPU worker
-    proc, results = run_aiconf(run_cluster, profile_with, dra_driver="gpu.nvidia.com")
+    proc, results = run_aiconf(run_cluster, profile_with, dra_driver="gpu.nvidia.com", kubeflow_trainer=TRAINER_DECLARED)
     aiconf = {cid for cid, _ in results if cid.startswith(mapping.PREFIX)}
     assert aiconf == {"aiconf.secure_accelerator_access", "aiconf.driver_runtime_management", "aiconf.accelerator_metrics",
                       "aiconf.gpu_sharing", "aiconf.dra_support", "aiconf.robust_controller"}
@@ -39,15 +66,14 @@ def test_good_platform_passes(run_cluster, profile_with, exporter, dra_driver):
     passed = {k for k, r in results.items() if r["verdict"] == "pass" and k[0].startswith(mapping.PREFIX)}
     assert passed == PASS_ON_GOOD, {k: (r["verdict"], r["message"]) for k, r in results.items() if k not in passed}
     assert proc.returncode == 0, proc.stdout[-3000:]
-    skipped = {k[0]: r["message"] for k, r in results.items() if r["verdict"] == "skip"}
-    assert "no Kubeflow Trainer" in skipped["aiconf.robust_controller"]
     # the versions a GPU pod sees are judged against the DRA driver's ResourceSlice attributes
     for kind, attribute in (("driver", "driverVersion"), ("cuda", "cudaDriverVersion")):
         evidence = results[("aiconf.driver_runtime_management", kind)]["evidence"]
         assert f"advertised ---\nResourceSlice gpu-worker-" in evidence and f" {attribute}: " in evidence, evidence
 
 
-def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, profile_with, exporter, dra_driver):
+def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, profile_with, exporter, dra_driver,
+                                                trainer_stopped):
     from kubernetes import client
 
     from testbed.cluster.devices import SCENARIO_CONFIGMAP
@@ -58,7 +84,7 @@ def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, pr
     exporter(per_device=False)
     dra_driver(kubelet_plugin_running=False)
     _, results = run_aiconf(run_cluster, profile_with, "-k", "not gpu_sharing",
-                            dra_driver="gpu.nvidia.com", kubeflow_trainer={"installed": True})
+                            dra_driver="gpu.nvidia.com", kubeflow_trainer=TRAINER_DECLARED)
     expected = {
         ("aiconf.secure_accelerator_access", "asked-one"): ("pass", ""),
         ("aiconf.secure_accelerator_access", "pair-asked-one"): ("pass", ""),
@@ -71,8 +97,9 @@ def test_faulty_platform_fails_each_requirement(platform, fault, run_cluster, pr
         ("aiconf.dra_support", "api"): ("pass", ""),
         ("aiconf.dra_support", "driver"): ("fail", "DRA driver gpu.nvidia.com: DeviceClasses selecting it "
                                                    "['gpu.nvidia.com'], ResourceSlices 0"),
-        ("aiconf.robust_controller", "crd_established"): ("fail", "CRD trainjobs.trainer.kubeflow.org is not registered"),
-        ("aiconf.robust_controller", "invalid_refused"): ("fail", "refused, not by a webhook"),
+        ("aiconf.robust_controller", "crd_established"): ("pass", ""),
+        # the API server refuses: its call to the Trainer's webhook finds nobody listening
+        ("aiconf.robust_controller", "invalid_refused"): ("fail", "connect: connection refused"),
         ("aiconf.robust_controller", "valid_completes"): ("fail", "TrainJob on ClusterTrainingRuntime torch-distributed: refused"),
     }
     got = {k: (results[k]["verdict"], results[k]["message"]) for k in expected if k in results}

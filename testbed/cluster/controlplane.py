@@ -41,7 +41,11 @@ def free_port() -> int:
 def apiserver_argv(binary: str, etcd_url: str, address: str, port: int, pki: PKI, serving, sa,
                    kubelet_client, front_proxy, *, bind_address: str | None = None) -> list[str]:
     """kube-apiserver's flags: RBAC + Node authorization, service-account tokens, the
-    aggregation layer's front proxy, kubelets reached by InternalIP."""
+    aggregation layer's front proxy, kubelets reached by InternalIP. Admission webhooks (and
+    APIServices) are reached through their Service's EndpointSlices, not its ClusterIP
+    (``--enable-aggregator-routing``: cmd/kube-apiserver/app/server.go buildServiceResolver):
+    nothing routes ClusterIPs here (no kube-proxy), while a bed controller serving a webhook
+    as a local process is an endpoint on the host's address (testbed/trainer)."""
     return [
         binary, f"--etcd-servers={etcd_url}",
         f"--bind-address={bind_address or address}", f"--advertise-address={address}", f"--secure-port={port}",
@@ -53,7 +57,7 @@ def apiserver_argv(binary: str, etcd_url: str, address: str, port: int, pki: PKI
         "--allow-privileged=true", "--profiling=false", "--endpoint-reconciler-type=none",
         f"--kubelet-client-certificate={kubelet_client.cert}", f"--kubelet-client-key={kubelet_client.key}",
         "--kubelet-preferred-address-types=InternalIP", "--kubelet-timeout=10s",
-        "--enable-admission-plugins=NodeRestriction", "--v=1",
+        "--enable-admission-plugins=NodeRestriction", "--enable-aggregator-routing=true", "--v=1",
         f"--requestheader-client-ca-file={pki.ca.cert}", "--requestheader-allowed-names=front-proxy-client",
         "--requestheader-username-headers=X-Remote-User", "--requestheader-group-headers=X-Remote-Group",
         "--requestheader-extra-headers-prefix=X-Remote-Extra-",

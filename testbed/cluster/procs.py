@@ -134,17 +134,29 @@ class Supervisor:
         # newest first, one at a time: the API server shuts down in ~1 s while etcd still
         # answers, but waits ~10 s on it once etcd is gone
         names = sorted(records, key=lambda n: (int(started[n][0]), started[n][1]), reverse=True)
-        killed = []
-        for name in names:
-            self._signal(records[name], signal.SIGTERM)
-            if not self._wait_gone(name, records[name], timeout):
-                self._signal(records[name], signal.SIGKILL)
-                killed.append(name)
-                self._wait_gone(name, records[name], 5)
-            (self.pid_dir / f"{name}.pid").unlink(missing_ok=True)
+        killed = [name for name in names if not self._stop(records[name], timeout)]
         with self._lock:
             self._popen.clear()
         return killed
+
+    def stop(self, name: str, timeout: float = 15.0) -> bool:
+        """Stop one recorded process (a controller of the bed whose outage is a fault); False
+        when it needed SIGKILL."""
+        record = next((r for r in self.recorded() if r.name == name), None)
+        graceful = record is None or self._stop(record, timeout)
+        with self._lock:
+            self._popen.pop(name, None)
+        return graceful
+
+    def _stop(self, rec: Recorded, timeout: float) -> bool:
+        """SIGTERM to its process group, SIGKILL after ``timeout``; its pid file goes."""
+        self._signal(rec, signal.SIGTERM)
+        graceful = self._wait_gone(rec.name, rec, timeout)
+        if not graceful:
+            self._signal(rec, signal.SIGKILL)
+            self._wait_gone(rec.name, rec, 5)
+        (self.pid_dir / f"{rec.name}.pid").unlink(missing_ok=True)
+        return graceful
 
     def _wait_gone(self, name: str, rec: Recorded, timeout: float) -> bool:
         proc = self._popen.get(name)
