@@ -4,7 +4,8 @@ carry the profile's status; on a platform carrying the faults each check fails n
 a pod that sees a GPU it did not request (the runtime's NVIDIA_VISIBLE_DEVICES leak), a driver
 upgraded without reload (the injected nvidia-smi: "Driver/library version mismatch"), a metrics
 endpoint without per-device labels, a DRA driver whose kubelet plugin does not run (its DeviceClass
-and no ResourceSlice), a Kubeflow Trainer whose controller stopped (its admission webhook no longer answers).
+and no ResourceSlice), a Kubeflow Trainer whose controller stopped (its admission webhook no longer
+answers).
 
 Kubeflow Trainer and JobSet (testbed/trainer: the real controllers) are installed for this
 module's runs only, not at every bed start: they add ~20 s to it and two more controllers
