@@ -147,8 +147,9 @@ class KubeflowTrainer(Strict):
                             "judged on it; false: robust_controller skips saying so")
     runtime: str = Field("torch-distributed", description="ClusterTrainingRuntime a valid TrainJob refers to")
     namespace: str | None = Field(None, description="namespace of the TrainJobs robust_controller creates (its Pod "
-                                  "Security must admit the runtime's pods); null: the run's namespace, Pod "
-                                  "Security restricted")
+                                  "Security must admit the runtime's pods; in-cluster, label it "
+                                  "gpuconform.io/trainjobs=allowed: optional/aiconformance-rbac.yaml); null: the "
+                                  "run's namespace, Pod Security restricted")
 
 
 class AiConformance(AiConformanceExport):
