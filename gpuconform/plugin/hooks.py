@@ -16,6 +16,7 @@ from _pytest.mark.expression import Expression  # as fixtures.py reads -m
 
 from gpuconform import __version__
 from gpuconform import profile as profile_mod
+from gpuconform import safetext
 from gpuconform.checks import fix_for
 from gpuconform.node import remediation
 from gpuconform.plugin import inputs, keys, remediation_fixtures
@@ -280,7 +281,7 @@ class Hooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.config.pluginmanager.get_plugin("terminalreporter") is not None:
-            terminal.guard(self.config.get_terminal_writer())
+            safetext.guard(self.config.get_terminal_writer())
         # SIGTERM ends the run as Ctrl-C does: probes ended, cleanup run, report of what finished written
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _interrupt)

@@ -23,7 +23,7 @@ from html import escape
 
 from gpuconform.report import mig_svg, terminal
 from gpuconform.report.model import LAYERS, VERDICTS
-from gpuconform.report.terminal import terminal_text
+from gpuconform.safetext import terminal_text
 
 LETTER = {"pass": "P", "retried": "R", "fail": "F", "error": "E", "skip": "S", "blocked": "B", "waived": "W"}
 LABEL = {"pass": "pass", "retried": "pass after retries", "fail": "fail", "error": "error (could not check)",
