@@ -1,10 +1,10 @@
 """"blocked by <lower check>", the one gate of the three layers: a check whose prerequisite fails
 on the same target is not run, it is reported blocked by that prerequisite.
 
-Each layer (node, cluster, kubeflow) declares a :class:`Layer`: the fixture that makes a check
-one of its own, the check every other check of the layer needs implicitly (the host or API
-server answers), and how to get the :class:`Subject` a check is judged on (its target, the
-values its prerequisites are called with, why the layer is down). The autouse fixture of
+Each check layer (node, cluster, kubeflow: gpuconform/layers.py) registers a :class:`LayerGate`:
+the fixture that makes a check one of its own, the check every other check of the layer needs
+implicitly (the host or API server answers), and how to get the :class:`Subject` a check is
+judged on (its target, the values its prerequisites are called with, why the layer is down). The autouse fixture of
 ``fixtures.py`` calls :func:`blocked_by` for every check.
 
 Prerequisites are evaluated by calling the lower check's own function with the same values, so
@@ -35,20 +35,20 @@ class Subject:
 
 
 @dataclasses.dataclass(frozen=True)
-class Layer:
+class LayerGate:
     fixture: str                #: a check asking for this fixture belongs to the layer
     reachable: str | None       #: the check every other check of the layer needs implicitly
     reachable_rule: str         #: its rule in a few words, shown in "blocked by"
     subject: Callable[[pytest.FixtureRequest], Subject]
 
 
-#: fixture name → layer; each layer's fixtures module (or conftest) registers its own.
-LAYERS: dict[str, Layer] = {}
+#: fixture name → the gate of its layer; each layer's fixtures module (or conftest) registers its own.
+GATES: dict[str, LayerGate] = {}
 GATE = pytest.StashKey["Gate"]()
 
 
-def register(layer: Layer) -> Layer:
-    LAYERS[layer.fixture] = layer
+def register(layer: LayerGate) -> LayerGate:
+    GATES[layer.fixture] = layer
     return layer
 
 
@@ -119,7 +119,7 @@ def blocked_by(request: pytest.FixtureRequest) -> str | None:
     if mark is None:
         return None
     check_id = mark.kwargs["id"]
-    layers = [lay for name, lay in LAYERS.items() if name in request.fixturenames and lay.reachable != check_id]
+    layers = [lay for name, lay in GATES.items() if name in request.fixturenames and lay.reachable != check_id]
     subjects = [(lay, lay.subject(request)) for lay in layers]
     for lay, subject in subjects:
         if subject.down:
