@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from _pytest.pathlib import import_path
 
 from gpuconform.checks import REGISTRY, CheckIdError, unknown_needs
 from gpuconform.errors import CannotTell
@@ -135,14 +134,13 @@ def blocked_by(request: pytest.FixtureRequest) -> str | None:
 def load_prerequisites(session: pytest.Session) -> None:
     """Make every ``needs`` of the collected checks resolve: a prerequisite declared in a file that
     was not selected (``pytest tests/cluster/test_workloads.py``) is imported from the same
-    folder as pytest would import it; an id that no check declares stops the run (one line)."""
+    folder as pytest's collection imports it (the run's import mode); an id that no check
+    declares stops the run (one line)."""
     folders = {item.path.parent for item in session.items
                if (m := item.get_closest_marker("check")) and any(n not in REGISTRY for n in m.kwargs.get("needs", ()))}
-    config = session.config
     for folder in sorted(folders):
         for path in sorted(Path(folder).glob("test_*.py")):
-            import_path(path, mode=config.getoption("importmode"), root=config.rootpath,
-                        consider_namespace_packages=config.getini("consider_namespace_packages"))
+            pytest.Module.from_parent(session, path=path).obj  # noqa: B018 - imported as its collection would
     unknown = unknown_needs()
     if unknown:
         raise pytest.UsageError(f"unknown prerequisite check id(s): {'; '.join(unknown)}")
