@@ -35,10 +35,10 @@ import yaml  # noqa: E402
 
 from benchmarks.suite_env import NOTE, suite_env  # noqa: E402
 from testbed.cluster.controlplane import ControlPlane  # noqa: E402
-from testbed.cluster.kube import client_for  # noqa: E402
 from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
 from testbed.cluster.platform import Platform  # noqa: E402
-from testbed.cluster.waiting import wait_for  # noqa: E402
+from testbed.kube import client_for  # noqa: E402
+from testbed.waiting import wait_for  # noqa: E402
 
 LAYOUTS = (("1g", "all-1g.10gb"), ("bal", "all-balanced"), ("dis", "all-disabled"))
 PAUSED = ("kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "nodeagent", "hostexec")

@@ -40,9 +40,9 @@ import yaml  # noqa: E402
 from cluster_1000_nodes import pids, request_total  # noqa: E402  (the API server's own count)
 from testbed.cluster.controlplane import ControlPlane  # noqa: E402
 from testbed.cluster.hostexec import ANN_HOST_ROOT  # noqa: E402
-from testbed.cluster.kube import client_for  # noqa: E402
 from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
-from testbed.cluster.waiting import wait_for  # noqa: E402
+from testbed.kube import client_for  # noqa: E402
+from testbed.waiting import wait_for  # noqa: E402
 
 PAUSED = ("nodeagent",)
 OWN = re.compile(r"k8s-node probes: (\d+) pods in namespace \S+ \(deleted\), (\d+) API requests")

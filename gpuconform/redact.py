@@ -12,6 +12,8 @@ import os
 import re
 import tomllib
 
+from gpuconform import yamlparse
+
 MASK = "***"
 #: key names whose value is a secret, any case: db.password, client-key-data, id_token, mysql_pwd,
 #: root_pass and DEX_PW (a ``pass``/``pw`` part, not passthrough), luks.key (a dotted ``key``
@@ -137,8 +139,7 @@ def _parsed_secrets(text: str) -> list[str]:
     try:
         data = tomllib.loads(body)
     except (tomllib.TOMLDecodeError, RecursionError, ValueError):
-        from gpuconform import yamlfile  # here: yamlfile masks its error lines through this module
-        data = yamlfile.parse_text(body)
+        data = yamlparse.parse_text(body)
     found: list[str] = []
     _collect(data, False, found, 0)
     return sorted({line for value in found for line in (x.strip() for x in value.splitlines()) if len(line) >= 4},

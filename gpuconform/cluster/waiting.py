@@ -23,6 +23,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, retry_if
 
 from gpuconform.cluster.connect import Cluster, _k8s, transient
 from gpuconform.cluster.errors import api_error
+from gpuconform.safetext import terminal_text  # the cluster's words are data: none of their escapes reach the terminal
 
 T = TypeVar("T")
 Objects = dict[str, dict]
@@ -63,12 +64,6 @@ class Progress:
         return ProgressLine(self, what, deadline)
 
 
-def _plain(text: str) -> str:
-    """The cluster's words are data: no escape sequence of theirs reaches the terminal."""
-    from gpuconform.report.terminal import terminal_text
-    return terminal_text(text)
-
-
 class ProgressLine:
     """The line of one wait: :meth:`state` with each state seen, :meth:`end` once."""
 
@@ -81,7 +76,7 @@ class ProgressLine:
         self.shown = False
 
     def _text(self, state: str, now: float) -> str:
-        return (f"gpuconform: waiting for {_plain(self.what)}: {_plain(state) or 'no state yet'} "
+        return (f"gpuconform: waiting for {terminal_text(self.what)}: {terminal_text(state) or 'no state yet'} "
                 f"({max(0.0, self.deadline - now):.0f}s left)")
 
     def state(self, state: str) -> None:
@@ -101,7 +96,7 @@ class ProgressLine:
         took = time.monotonic() - self.started
         if not self.shown and took < self.p.quiet_s:
             return
-        text = f"gpuconform: waited {took:.0f}s for {_plain(self.what)}: {_plain(outcome)}"
+        text = f"gpuconform: waited {took:.0f}s for {terminal_text(self.what)}: {terminal_text(outcome)}"
         self.p.write((("\r" if self.shown else "\n") + text[:self.p.width] + "\033[K\n") if self.p.tty else text + "\n")
 
 

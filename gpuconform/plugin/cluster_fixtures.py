@@ -188,4 +188,4 @@ def _cluster_subject(request: pytest.FixtureRequest) -> gating.Subject:
     return gating.Subject("cluster", lambda: values)
 
 
-gating.register(gating.Layer("cluster", REACHABLE, API_ANSWERS, _cluster_subject))
+gating.register(gating.LayerGate("cluster", REACHABLE, API_ANSWERS, _cluster_subject))

@@ -5,7 +5,8 @@
   probes' fan-out and the checks overlap. One test per check x host stays (JUnit, the report).
 * ``-n N``: every check of one host goes to one worker, so each host is probed once. xdist's own
   ``loadgroup`` depends on a node-id rewrite on the workers that pytest 9.2 undid (pytest-xdist
-  issue 1386); this scheduler reads the host out of the node id on the controller instead.
+  issue 1386, open at xdist 3.8.0); this scheduler reads the host out of the node id on the
+  controller instead, under any pytest the suite allows.
 """
 from __future__ import annotations
 

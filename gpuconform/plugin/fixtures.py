@@ -131,7 +131,7 @@ def _node_subject(request: pytest.FixtureRequest) -> gating.Subject:
     return gating.Subject(facts.host, lambda: {"node": facts, "expected": request.getfixturevalue("expected")})
 
 
-gating.register(gating.Layer("node", REACHABLE, "host answers the probe", _node_subject))
+gating.register(gating.LayerGate("node", REACHABLE, "host answers the probe", _node_subject))
 
 
 @pytest.fixture(autouse=True)

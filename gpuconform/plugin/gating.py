@@ -1,10 +1,10 @@
 """"blocked by <lower check>", the one gate of the three layers: a check whose prerequisite fails
 on the same target is not run, it is reported blocked by that prerequisite.
 
-Each layer (node, cluster, kubeflow) declares a :class:`Layer`: the fixture that makes a check
-one of its own, the check every other check of the layer needs implicitly (the host or API
-server answers), and how to get the :class:`Subject` a check is judged on (its target, the
-values its prerequisites are called with, why the layer is down). The autouse fixture of
+Each check layer (node, cluster, kubeflow: gpuconform/layers.py) registers a :class:`LayerGate`:
+the fixture that makes a check one of its own, the check every other check of the layer needs
+implicitly (the host or API server answers), and how to get the :class:`Subject` a check is
+judged on (its target, the values its prerequisites are called with, why the layer is down). The autouse fixture of
 ``fixtures.py`` calls :func:`blocked_by` for every check.
 
 Prerequisites are evaluated by calling the lower check's own function with the same values, so
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from _pytest.pathlib import import_path
 
 from gpuconform.checks import REGISTRY, CheckIdError, unknown_needs
 from gpuconform.errors import CannotTell
@@ -35,20 +34,20 @@ class Subject:
 
 
 @dataclasses.dataclass(frozen=True)
-class Layer:
+class LayerGate:
     fixture: str                #: a check asking for this fixture belongs to the layer
     reachable: str | None       #: the check every other check of the layer needs implicitly
     reachable_rule: str         #: its rule in a few words, shown in "blocked by"
     subject: Callable[[pytest.FixtureRequest], Subject]
 
 
-#: fixture name → layer; each layer's fixtures module (or conftest) registers its own.
-LAYERS: dict[str, Layer] = {}
+#: fixture name → the gate of its layer; each layer's fixtures module (or conftest) registers its own.
+GATES: dict[str, LayerGate] = {}
 GATE = pytest.StashKey["Gate"]()
 
 
-def register(layer: Layer) -> Layer:
-    LAYERS[layer.fixture] = layer
+def register(layer: LayerGate) -> LayerGate:
+    GATES[layer.fixture] = layer
     return layer
 
 
@@ -119,7 +118,7 @@ def blocked_by(request: pytest.FixtureRequest) -> str | None:
     if mark is None:
         return None
     check_id = mark.kwargs["id"]
-    layers = [lay for name, lay in LAYERS.items() if name in request.fixturenames and lay.reachable != check_id]
+    layers = [lay for name, lay in GATES.items() if name in request.fixturenames and lay.reachable != check_id]
     subjects = [(lay, lay.subject(request)) for lay in layers]
     for lay, subject in subjects:
         if subject.down:
@@ -135,14 +134,13 @@ def blocked_by(request: pytest.FixtureRequest) -> str | None:
 def load_prerequisites(session: pytest.Session) -> None:
     """Make every ``needs`` of the collected checks resolve: a prerequisite declared in a file that
     was not selected (``pytest tests/cluster/test_workloads.py``) is imported from the same
-    folder as pytest would import it; an id that no check declares stops the run (one line)."""
+    folder as pytest's collection imports it (the run's import mode); an id that no check
+    declares stops the run (one line)."""
     folders = {item.path.parent for item in session.items
                if (m := item.get_closest_marker("check")) and any(n not in REGISTRY for n in m.kwargs.get("needs", ()))}
-    config = session.config
     for folder in sorted(folders):
         for path in sorted(Path(folder).glob("test_*.py")):
-            import_path(path, mode=config.getoption("importmode"), root=config.rootpath,
-                        consider_namespace_packages=config.getini("consider_namespace_packages"))
+            pytest.Module.from_parent(session, path=path).obj  # noqa: B018 - imported as its collection would
     unknown = unknown_needs()
     if unknown:
         raise pytest.UsageError(f"unknown prerequisite check id(s): {'; '.join(unknown)}")

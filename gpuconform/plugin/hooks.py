@@ -16,7 +16,9 @@ from _pytest.mark.expression import Expression  # as fixtures.py reads -m
 
 from gpuconform import __version__
 from gpuconform import profile as profile_mod
+from gpuconform import safetext
 from gpuconform.checks import fix_for
+from gpuconform.layers import CHECK_LAYERS
 from gpuconform.node import remediation
 from gpuconform.plugin import inputs, keys, remediation_fixtures
 from gpuconform.plugin.fixtures import host_label
@@ -27,7 +29,6 @@ from gpuconform.report import record as rec
 from gpuconform.report import terminal
 from gpuconform.report import waivers as waivers_mod
 from gpuconform.report.fingerprint import cluster_summary, host_summary
-from gpuconform.report.model import LAYERS
 from gpuconform.report.run import RunReport
 
 #: markers whose checks run only when -m names them
@@ -240,17 +241,17 @@ class Hooks:
         if not expr or "tests" not in parts:
             return None
         below = parts[len(parts) - parts[::-1].index("tests"):]
-        if not below or below[0] not in LAYERS:
+        if not below or below[0] not in CHECK_LAYERS:
             return None
         try:
             layer, compiled = below[0], Expression.compile(expr)
         except Exception:  # noqa: BLE001 - a malformed -m is pytest's to report, as it does
             return None
-        others = sorted(set(re.findall(r"[A-Za-z_][\w.-]*", expr)) - {"and", "or", "not"} - set(LAYERS))
+        others = sorted(set(re.findall(r"[A-Za-z_][\w.-]*", expr)) - {"and", "or", "not"} - set(CHECK_LAYERS))
         for choice in itertools.product((False, True), repeat=min(len(others), 10)):
             value = dict(zip(others, choice))
             value.update({m: False for m, home in LAYER_OF_MARKER.items() if home != layer and m in value})
-            if compiled.evaluate(lambda name, **_kw: name == layer if name in LAYERS else value.get(name, True)):
+            if compiled.evaluate(lambda name, **_kw: name == layer if name in CHECK_LAYERS else value.get(name, True)):
                 return None
         return True
 
@@ -262,7 +263,7 @@ class Hooks:
         them out). (Order and xdist distribution: gpuconform/plugin/distribution.py.)"""
         for item in items:
             parts = Path(str(item.path)).parts
-            for layer in LAYERS:
+            for layer in CHECK_LAYERS:
                 if "tests" in parts and layer in parts[parts.index("tests"):]:
                     item.add_marker(layer)
         for marker in OPT_IN_MARKERS:
@@ -280,7 +281,7 @@ class Hooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.config.pluginmanager.get_plugin("terminalreporter") is not None:
-            terminal.guard(self.config.get_terminal_writer())
+            safetext.guard(self.config.get_terminal_writer())
         # SIGTERM ends the run as Ctrl-C does: probes ended, cleanup run, report of what finished written
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, _interrupt)
@@ -322,7 +323,7 @@ class Hooks:
         companion = (remediation.companion(mark.kwargs["id"], facts, self._expected(item), rec.param_of(item))
                      if report.failed and facts is not None else None)
         fix = companion.text() if companion else fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
-        layer = next((m.name for m in item.iter_markers() if m.name in LAYERS), None)
+        layer = next((m.name for m in item.iter_markers() if m.name in CHECK_LAYERS), None)
         record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
         waivers_mod.apply(self.waivers, record, self.today)
         if remediator is not None:

@@ -6,20 +6,21 @@ from pathlib import Path
 
 import pytest
 
+from gpuconform.layers import CHECK_LAYERS
 from gpuconform.plugin import aiconformance, cluster_fixtures, distribution, fixtures, heap, hooks, k8s_node_fixtures, remediation_fixtures
 from gpuconform.suite import is_suite
 
+#: every marker of the suite; pyproject.toml repeats them (selftest/unit/test_layers.py keeps it in step)
 MARKERS = {
-    "node": "node (host) conformance checks",
-    "cluster": "Kubernetes cluster conformance checks",
-    "kubeflow": "Kubeflow conformance checks",
+    **CHECK_LAYERS,
     "mig": "checks about MIG configuration",
     "disruptive": "checks that change the platform (opt-in)",
     "security": "security findings",
     "aiconformance": "CNCF Kubernetes AI Conformance: the requirement checks (opt-in; "
                      "tests/cluster/test_aiconformance.py) and the suite checks that decide a requirement "
                      "(--ai-conformance)",
-    "check(id, title, fix, needs, evidence)": "conformance check metadata",
+    "check(id, title, fix, needs, evidence)": "conformance check metadata (stable id, title, remediation, "
+                                               "prerequisites, the facts shown as evidence)",
 }
 
 

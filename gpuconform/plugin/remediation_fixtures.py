@@ -71,7 +71,7 @@ class Remediator:
         if fix is None or host is None:
             return
         self.probe_script = item.funcargs["_facts_pool"].script
-        names = item._fixtureinfo.argnames
+        names = inspect.signature(item.obj).parameters  # the check's own arguments, to call it again
         self.failures.setdefault(facts.host, []).append(_Failure(
             record["check_id"], record["param"], host, fix, item.obj,
             {n: item.funcargs[n] for n in names if n in item.funcargs}))

@@ -15,7 +15,8 @@ import pydantic
 
 from gpuconform import yamlfile
 from gpuconform.redact import redact
-from gpuconform.report.model import BASELINE_SCHEMAS, DRIFT_KINDS, LAYERS, Results
+from gpuconform.layers import CHECK_LAYERS
+from gpuconform.report.model import BASELINE_SCHEMAS, DRIFT_KINDS, Results
 
 FAILING = ("fail", "error")
 #: a results file of thousands of hosts with every pass's evidence stays far below this
@@ -89,7 +90,7 @@ def _key(r: dict) -> tuple:
 
 
 def _hosts(doc: dict) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {layer: set() for layer in LAYERS}
+    out: dict[str, set[str]] = {layer: set() for layer in CHECK_LAYERS}
     for r in doc["results"]:
         if r.get("host") and r.get("layer") in out:
             out[r["layer"]].add(r["host"])

@@ -21,9 +21,10 @@ import re
 from collections import Counter, defaultdict
 from html import escape
 
+from gpuconform.layers import CHECK_LAYERS
 from gpuconform.report import mig_svg, terminal
-from gpuconform.report.model import LAYERS, VERDICTS
-from gpuconform.report.terminal import terminal_text
+from gpuconform.report.model import VERDICTS
+from gpuconform.safetext import terminal_text
 
 LETTER = {"pass": "P", "retried": "R", "fail": "F", "error": "E", "skip": "S", "blocked": "B", "waived": "W"}
 LABEL = {"pass": "pass", "retried": "pass after retries", "fail": "fail", "error": "error (could not check)",
@@ -81,7 +82,7 @@ def row_key(r: dict) -> str:
 def verdict_block(doc: dict) -> str:
     v = doc["verdict"]
     scope = ""
-    ran = [layer for layer in LAYERS if sum(doc["layers"].get(layer, {}).values())]
+    ran = [layer for layer in CHECK_LAYERS if sum(doc["layers"].get(layer, {}).values())]
     if v["partial"]:
         layers = f'{escape(", ".join(ran) or "no")} layer{"s" if len(ran) != 1 else ""}'
         scope = f' <span class="gc-scope">(partial run: {layers} only)</span>'
@@ -238,7 +239,7 @@ def fingerprint_block(doc: dict) -> str:
 def layer_summary(doc: dict) -> str:
     head = "".join(f'<th class="v-{v}">{escape(LABEL[v])}</th>' for v in VERDICTS)
     rows = []
-    for layer in LAYERS:
+    for layer in CHECK_LAYERS:
         counts = doc["layers"].get(layer, {})
         total = sum(counts.values())
         cells = "".join(f'<td class="num" data-verdict="{v}">{counts.get(v, 0)}</td>' for v in VERDICTS)

@@ -12,10 +12,11 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpuconform.layers import CHECK_LAYERS
+
 SCHEMA_ID = "gpuconform/results/v3"
 #: schemas a --baseline file may carry (v3 added drift, fabric manager and cluster GPU nodes)
 BASELINE_SCHEMAS = ("gpuconform/results/v2", SCHEMA_ID)
-LAYERS = ("node", "cluster", "kubeflow")
 #: Every verdict a check result can carry, in the order the report shows them.
 VERDICTS = ("pass", "fail", "error", "skip", "blocked", "waived")
 Verdict = Literal["pass", "fail", "error", "skip", "blocked", "waived"]
@@ -206,7 +207,7 @@ class Results(_Model):
 def count(records: list[dict]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
     """(verdict counts over all results, the same per layer) with every verdict present."""
     total = {v: 0 for v in VERDICTS}
-    layers = {layer: {v: 0 for v in VERDICTS} for layer in LAYERS}
+    layers = {layer: {v: 0 for v in VERDICTS} for layer in CHECK_LAYERS}
     for r in records:
         total[r["verdict"]] += 1
         layers.setdefault(r["layer"] or "other", {v: 0 for v in VERDICTS})[r["verdict"]] += 1
@@ -232,7 +233,7 @@ def overall(records: list[dict], waivers: list[dict], layers_run: set[str],
     if drifted:
         reasons.append(f"drift since the baseline (--fail-on-drift): {', '.join(drifted)}")
     return Overall(word=REJECTED if reasons else ACCEPTED, reasons=reasons,
-                    partial=not set(LAYERS) <= layers_run)
+                    partial=not set(CHECK_LAYERS) <= layers_run)
 
 
 def write_schema(path: Path) -> None:

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from gpuconform import __version__
 from gpuconform.report import drift as drift_mod, fingerprint, waivers as waivers_mod
-from gpuconform.report.model import LAYERS, Results, count, overall
+from gpuconform.layers import CHECK_LAYERS
+from gpuconform.report.model import Results, count, overall
 from gpuconform.redact import redact, redact_args
 
 
@@ -56,7 +57,7 @@ class RunReport:
                                                       r["host"] or ""))
         counts, layers = count(records)
         waiver_states = waivers_mod.statuses(self.waivers, records, self.today)
-        ran = {layer for layer in LAYERS if sum(layers.get(layer, {}).values())}
+        ran = {layer for layer in CHECK_LAYERS if sum(layers.get(layer, {}).values())}
         f = {"profile": self.profile.name, "profile_path": self.profile.path,
              "profile_sha256": self.profile.sha256, "suite_version": __version__,
              "git_commit": fingerprint.git_commit(self.suite_root), "run_by": redact(fingerprint.run_by()),

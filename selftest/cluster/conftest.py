@@ -18,9 +18,9 @@ from kubernetes import client
 from runner import process_state
 from testbed.cluster.bed import TestBed
 from testbed.cluster.controlplane import REPO
-from testbed.cluster.kube import ignore_not_found, service_account_exists
 from testbed.cluster.procs import Supervisor
-from testbed.cluster.waiting import wait_for
+from testbed.kube import ignore_not_found, service_account_exists
+from testbed.waiting import wait_for
 
 # One bed per pytest process (xdist workers and concurrent runs each need their own ports and
 # state folder): .state/selftest-cluster/<pid>. Folders of runs whose process is gone are swept.

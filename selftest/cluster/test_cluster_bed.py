@@ -6,9 +6,9 @@ import re
 from kubernetes import client
 
 from testbed.cluster import binaries
-from testbed.cluster.kube import watch_pod_until
 from testbed.cluster.platform import ARTICLE_WORKERS, NAMESPACE
-from testbed.cluster.waiting import wait_for
+from testbed.kube import watch_pod_until
+from testbed.waiting import wait_for
 
 VECTORADD_IMAGE = "nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0-ubuntu22.04"
 MIG_LINE = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[0-9a-f-]+)\)$")

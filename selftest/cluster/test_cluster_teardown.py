@@ -11,7 +11,7 @@ import pytest
 
 from testbed.cluster.controlplane import REPO, ControlPlane
 from testbed.cluster.procs import Supervisor
-from testbed.cluster.waiting import wait_for
+from testbed.waiting import wait_for
 
 EXPECTED = {"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "nodeagent", "hostexec"}
 

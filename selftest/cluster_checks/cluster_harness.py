@@ -27,7 +27,7 @@ def shared_platform() -> Iterator:
     running in that folder (then reset to good, and left running)."""
     from testbed.cluster.bed import TestBed
     from testbed.cluster.controlplane import ControlPlane
-    from testbed.cluster.kube import client_for
+    from testbed.kube import client_for
     from testbed.cluster.platform import Platform
     from testbed.cluster.scenarios import Scenarios
     bed = TestBed(STATE, attached=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes import client
 
-from testbed.cluster.kube import ignore_not_found, wait_crds_established
+from testbed.kube import ignore_not_found, wait_crds_established
 
 # A minimal stand-in for Kyverno's CRD (written for this test): the group, kind and scope the
 # check reads; the schema keeps whatever a policy holds.

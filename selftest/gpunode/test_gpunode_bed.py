@@ -183,7 +183,7 @@ for m in pkgutil.walk_packages(gpuconform.__path__, "gpuconform."):
     importlib.import_module(m.name)
 # what the bring-up imports on the machine (testbed/gpunode/node.py), its certificates read as staged
 for name in ("testbed.gpunode.node", "testbed.gpunode.config", "testbed.gpunode.images", "testbed.cluster.procs",
-             "testbed.cluster.controlplane", "testbed.cluster.kube", "testbed.cluster.waiting",
+             "testbed.cluster.controlplane", "testbed.kube", "testbed.waiting",
              "testbed.gpuoperator.operator"):
     importlib.import_module(name)
 from testbed.gpunode import node

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from gpuconform.layers import CHECK_LAYERS
 from gpuconform.redact import MASK, redact
 from gpuconform.report import html, mig_svg, model, waivers
 from report_harness import REPO, run
@@ -57,7 +58,7 @@ def test_overall_verdict_rules():
     expired = [{"index": 0, "check": "x", "host": "*", "expires": "2020-01-01", "status": "expired"}]
     assert model.overall(ok, expired, {"node"}).word == model.REJECTED
     assert model.overall([], [], set()).reasons == ["no check ran"]
-    assert model.overall(ok, [], {"node"}).partial and not model.overall(ok, [], set(model.LAYERS)).partial
+    assert model.overall(ok, [], {"node"}).partial and not model.overall(ok, [], set(CHECK_LAYERS)).partial
 
 
 def test_pass_after_retries_is_kept_apart():

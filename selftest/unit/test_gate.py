@@ -17,7 +17,7 @@ def registry(monkeypatch):
     """Fresh check registry and layer table; ``declare(id, fn, needs)``."""
     monkeypatch.setattr(checks, "REGISTRY", {})
     monkeypatch.setattr(gating, "REGISTRY", checks.REGISTRY)
-    monkeypatch.setattr(gating, "LAYERS", {})
+    monkeypatch.setattr(gating, "GATES", {})
 
     def declare(check_id: str, fn, needs=()):
         checks.check(check_id, f"rule of {check_id}", needs=list(needs))(fn)
@@ -35,7 +35,7 @@ def request_for(check_id: str, *fixtures: str):
 def test_layer_down_blocks_all_but_its_first_check(registry):
     registry("n.reachable", lambda node: None)
     registry("n.driver", lambda node: None)
-    gating.register(gating.Layer("node", "n.reachable", "host answers", lambda r: gating.Subject("h1", dict, down="ssh: timed out")))
+    gating.register(gating.LayerGate("node", "n.reachable", "host answers", lambda r: gating.Subject("h1", dict, down="ssh: timed out")))
     assert gating.blocked_by(request_for("n.reachable", "node")) is None
     assert gating.blocked_by(request_for("n.driver", "node")) == "blocked by n.reachable (host answers): ssh: timed out"
 
@@ -49,7 +49,7 @@ def test_failing_prerequisite_blocks_with_its_first_line(registry):
     registry("n.loaded", loaded)
     registry("n.version", lambda node: None, needs=["n.loaded"])
     values = {"node": {"modules": []}}
-    gating.register(gating.Layer("node", None, "", lambda r: gating.Subject("h1", lambda: values)))
+    gating.register(gating.LayerGate("node", None, "", lambda r: gating.Subject("h1", lambda: values)))
     req = request_for("n.version", "node")
     expected = "blocked by n.loaded (rule of n.loaded): nvidia not in /proc/modules"
     assert gating.blocked_by(req) == expected
@@ -61,9 +61,9 @@ def test_check_of_two_layers_is_gated_by_both(registry):
     registry("k.tls", lambda kf: (_ for _ in ()).throw(AssertionError("certificate does not verify")))
     registry("k.components", lambda cluster, kf: None, needs=["k.tls"])
     cluster_down = [None]
-    gating.register(gating.Layer("cluster", "c.reachable", "API server answers",
+    gating.register(gating.LayerGate("cluster", "c.reachable", "API server answers",
                                  lambda r: gating.Subject("cluster", lambda: {"cluster": 1}, down=cluster_down[0])))
-    gating.register(gating.Layer("kf", None, "", lambda r: gating.Subject("kubeflow", lambda: {"kf": 2})))
+    gating.register(gating.LayerGate("kf", None, "", lambda r: gating.Subject("kubeflow", lambda: {"kf": 2})))
     req = request_for("k.components", "cluster", "kf")
     assert gating.blocked_by(req) == "blocked by k.tls (rule of k.tls): certificate does not verify"
     cluster_down[0] = "connection refused"
@@ -78,7 +78,7 @@ def test_prerequisite_that_cannot_tell_does_not_block(registry):
         raise CannotTell("no systemd")
     registry("n.unit", unreadable)
     registry("n.upper", lambda node: None, needs=["n.unit"])
-    gating.register(gating.Layer("node", None, "", lambda r: gating.Subject("h1", lambda: {"node": 1})))
+    gating.register(gating.LayerGate("node", None, "", lambda r: gating.Subject("h1", lambda: {"node": 1})))
     assert gating.blocked_by(request_for("n.upper", "node")) is None
 
 

@@ -5,7 +5,7 @@ import sys
 import types
 
 import pytest
-from _pytest._code.code import ExceptionInfo
+from pytest import ExceptionInfo
 
 from gpuconform.plugin.hooks import Hooks
 

@@ -4,7 +4,7 @@ import io
 import pytest
 from _pytest._io import TerminalWriter
 
-from gpuconform.report.terminal import guard, terminal_text
+from gpuconform.safetext import guard, terminal_text
 
 
 @pytest.mark.parametrize("raw", [

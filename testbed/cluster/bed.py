@@ -12,10 +12,10 @@ import time
 from pathlib import Path
 
 from testbed.cluster.controlplane import DEFAULT_STATE, ControlPlane
-from testbed.cluster.kube import client_for
 from testbed.cluster.platform import ARTICLE_WORKERS, CONTROL_PLANE_NODES, Platform
 from testbed.cluster.scenarios import Scenarios
 from testbed.cluster.sites import Site
+from testbed.kube import client_for
 
 
 class TestBed:

@@ -16,9 +16,9 @@ sys.path[0] = str(Path(__file__).resolve().parents[2])  # the repo root, not thi
 from kubernetes import client  # noqa: E402
 
 from testbed.cluster.controlplane import REPO, ControlPlane  # noqa: E402
-from testbed.cluster.kube import client_for  # noqa: E402
 from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
-from testbed.cluster.waiting import wait_for  # noqa: E402
+from testbed.kube import client_for  # noqa: E402
+from testbed.waiting import wait_for  # noqa: E402
 
 CONFIGS = ("all-1g.10gb", "all-balanced", "all-disabled")
 

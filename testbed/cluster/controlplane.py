@@ -19,10 +19,10 @@ import urllib.request
 from pathlib import Path
 
 from testbed.cluster import binaries
-from testbed.gpuoperator import binaries as gpuop_binaries
 from testbed.cluster.pki import PKI, kubeconfig
 from testbed.cluster.procs import Supervisor
-from testbed.cluster.waiting import GiveUp, wait_for
+from testbed.gpuoperator import binaries as gpuop_binaries
+from testbed.waiting import GiveUp, wait_for
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -228,7 +228,7 @@ class ControlPlane:
         self.timings["apiserver"] = timeout - left()
 
         # the CRD kwok needs before starting (its Logs) ----------------------------------------
-        from testbed.cluster import kube  # the kubernetes client is only needed from here on
+        from testbed import kube  # the kubernetes client is only needed from here on
         api = kube.client_for(self.kubeconfig)
         kube.apply_files(api, [MANIFESTS / "kwok-logs-crd.yaml"])
         kube.wait_crds_established(api, ["logs.kwok.x-k8s.io"], left())
@@ -281,7 +281,7 @@ class ControlPlane:
             self.ports[name] = free_port()
         argv = operator.controller_argv(container, metrics_port=self.ports["operator_metrics"],
                                         probe_port=self.ports["operator_probe"])
-        from testbed.cluster.kube import client_for
+        from testbed.kube import client_for
         sa = operator.service_account(client_for(self.kubeconfig), self.state_dir / "gpu-operator-serviceaccount",
                                       self.state_dir / "pki" / "ca.crt")
         self.supervisor.start("gpu-operator", operator.launcher(self.state_dir, sa, argv),

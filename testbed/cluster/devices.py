@@ -4,7 +4,6 @@ container, the CUDA vectoradd output, the CRI log line format. Used by the devic
 (:mod:`testbed.cluster.devicesim`)."""
 from __future__ import annotations
 
-import datetime
 import json
 import re
 import uuid
@@ -170,8 +169,3 @@ def echo_text(pod: client.V1Pod) -> str | None:
     if words and words[-1].strip().startswith("echo "):
         return re.split(r";|&&|\|\|", words[-1].strip()[5:], maxsplit=1)[0].strip().strip("'\"")
     return None
-
-
-def cri_log(lines: list[str]) -> str:
-    ts = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return "".join(f"{ts} stdout F {line}\n" for line in lines)

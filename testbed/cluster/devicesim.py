@@ -31,11 +31,11 @@ from kubernetes.client.rest import ApiException
 from testbed.cluster import informer
 from testbed.cluster.devices import (ANN_CUDA, ANN_DEVICES, ANN_DRIVER_LIBRARIES, ANN_OUTCOME, ANN_SIMULATE,
                                      KWOK_NODE_ANNOTATION, SCENARIO_CONFIGMAP, VECTORADD_BUSY, VECTORADD_OK, Device,
-                                     command_text, cri_log, device_node_lines, driver_report, echo_text, gpu_asked,
+                                     command_text, device_node_lines, driver_report, echo_text, gpu_asked,
                                      gpu_requests, node_devices, smi_lines)
 from testbed.cluster.nodeagent import hardware
+from testbed.cluster.podlogs import PodLogs, cri_log
 from testbed.cluster.hostexec import runs_in_host_root
-from testbed.cluster.waiting import GiveUp, wait_for
 
 log = logging.getLogger("devicesim")
 
@@ -43,7 +43,7 @@ log = logging.getLogger("devicesim")
 class DeviceSim:
     def __init__(self, api: client.ApiClient, log_dir: Path):
         self.core = client.CoreV1Api(api)
-        self.custom = client.CustomObjectsApi(api)
+        self.logs = PodLogs(api)
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.in_use: dict[str, str] = {}        # device uuid -> pod uid
@@ -90,7 +90,7 @@ class DeviceSim:
         text = echo_text(pod)
         logfile = self.log_dir / f"{ns}_{name}_{uid}.log"
         logfile.write_text(cri_log([text] if text else []))
-        self.put_logs_object(pod, logfile)
+        self.logs.put(pod, logfile)
 
     def remember(self, pod_uid: str, devices: str) -> None:
         uuids = [u for u in devices.split(",") if u]
@@ -147,9 +147,9 @@ class DeviceSim:
                 lines += [text]
             logfiles[container.name] = self.log_dir / f"{ns}_{name}_{uid}_{container.name}.log"
             logfiles[container.name].write_text(cri_log(lines))
-        self.put_logs_object(pod, logfiles)
+        self.logs.put(pod, logfiles)
         self.remember(uid, ",".join(d.id for d in given))
-        self.wait_log_served(pod)
+        self.logs.wait_served(pod)
         annotations = {ANN_DEVICES: ",".join(d.id for d in given)}
         if runs_to_completion:
             if ok or pod.spec.restart_policy == "Never":
@@ -190,48 +190,6 @@ class DeviceSim:
             lines += VECTORADD_OK if ok else VECTORADD_BUSY
         return lines, True
 
-    def wait_log_served(self, pod: client.V1Pod) -> None:
-        """kwok learns about a Logs object through its informer; finish the pod only once its
-        log is served through the API server, so a reader never sees "no logs found"."""
-        container = pod.spec.containers[0].name
-
-        def served() -> bool:
-            try:
-                self.core.read_namespaced_pod_log(pod.metadata.name, pod.metadata.namespace,
-                                                  container=container, limit_bytes=1)
-            except ApiException as exc:
-                if exc.status == 404:
-                    raise GiveUp("pod gone") from None
-                raise
-            return True
-
-        try:
-            wait_for(f"kwok to serve the log of {pod.metadata.namespace}/{pod.metadata.name}", served, 15)
-        except (TimeoutError, GiveUp) as exc:
-            log.warning("%s", exc)
-
-    def put_logs_object(self, pod: client.V1Pod, logfile: Path | dict[str, Path]) -> None:
-        """kwok's Logs object of the pod: one file for all its containers, or one per container."""
-        logs = [{"containers": [c], "logsFile": str(f)} for c, f in logfile.items()] if isinstance(
-            logfile, dict) else [{"logsFile": str(logfile)}]
-        body = {
-            "apiVersion": "kwok.x-k8s.io/v1alpha1", "kind": "Logs",
-            "metadata": {
-                "name": pod.metadata.name, "namespace": pod.metadata.namespace,
-                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod.metadata.name,
-                                     "uid": pod.metadata.uid}],
-            },
-            "spec": {"logs": logs},
-        }
-        args = ("kwok.x-k8s.io", "v1alpha1", pod.metadata.namespace, "logs")
-        try:
-            self.custom.create_namespaced_custom_object(*args, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            self.custom.delete_namespaced_custom_object(*args, pod.metadata.name)
-            self.custom.create_namespaced_custom_object(*args, body)
-
     # -- list + watch loop ----------------------------------------------------------------------
     def remember_listed(self, pods: list) -> None:
         """First remember the devices running pods hold, then act: never hand out a used device."""
@@ -252,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from testbed.cluster.kube import client_for
+    from testbed.kube import client_for
     DeviceSim(client_for(args.kubeconfig), args.log_dir).run()
     return 0
 

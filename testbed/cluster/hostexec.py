@@ -17,8 +17,8 @@ container runtime would, with that mount pointing at the node's root:
 * stdout and stderr go to the pod's container log in the CRI format the kubelet writes
   (``<RFC3339Nano> <stream> F <line>``, kubernetes pkg/kubelet/kuberuntime/logs/logs.go), served
   through the API server by kwok from a ``Logs`` object (kwok's Logs CRD, kwok.x-k8s.io/v1alpha1,
-  ``spec.logs[].logsFile``; kwok pkg/kwok/server/logs.go reads that file) -- the device
-  simulator's own log serving is reused;
+  ``spec.logs[].logsFile``; kwok pkg/kwok/server/logs.go reads that file) -- ``podlogs.py``, which
+  the device simulator serves its pods' logs through too;
 * the exit code finishes the pod as the kubelet would for restartPolicy Never: 0 ->
   ``Succeeded``, non-zero -> ``Failed`` (annotation ``testbed.gpuconform.io/outcome``, turned into
   the phase by the bed's KWOK stages); ``activeDeadlineSeconds`` ends a command that runs longer.
@@ -43,6 +43,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from testbed.cluster import informer
+from testbed.cluster.podlogs import PodLogs, cri_log
 
 ANN = "testbed.gpuconform.io/"
 ANN_HOST_ROOT = ANN + "host-root"
@@ -92,10 +93,10 @@ def _started(pod: client.V1Pod) -> bool:
 
 class HostExec:
     def __init__(self, api: client.ApiClient, state_dir: Path, log_dir: Path, workers: int = 2):
-        from testbed.cluster.devicesim import DeviceSim
         self.core = client.CoreV1Api(api)
-        self.logs = DeviceSim(api, log_dir)  # its Logs-object serving, not its event loop
+        self.logs = PodLogs(api)
         self.log_dir = Path(log_dir)
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.roots_dir = Path(state_dir) / "host-roots"
         self.image_dir = Path(state_dir) / "probe-image"
         self.backing: dict[str, str] = {}
@@ -160,12 +161,11 @@ class HostExec:
             rc, output = self.run_container(pod, self.root(scenario))
         except Exception as exc:  # noqa: BLE001 - as a runtime that cannot start the container
             rc, output = 128, f"hostexec: cannot run the container: {type(exc).__name__}: {exc}"
-        from testbed.cluster.devicesim import cri_log
         logfile = self.log_dir / f"{ns}_{name}_{uid}.log"
         logfile.write_text(cri_log(output.splitlines()))
         try:
-            self.logs.put_logs_object(pod, logfile)
-            self.logs.wait_log_served(pod)
+            self.logs.put(pod, logfile)
+            self.logs.wait_served(pod)
             self.core.patch_namespaced_pod(name, ns, {"metadata": {"annotations": {
                 ANN_OUTCOME: "succeeded" if rc == 0 else "failed"}}})
         except ApiException as exc:
@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from testbed.cluster.kube import client_for
+    from testbed.kube import client_for
     HostExec(client_for(args.kubeconfig), args.state_dir, args.log_dir, args.workers).run()
     return 0
 

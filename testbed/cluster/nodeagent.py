@@ -587,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from testbed.cluster.kube import client_for
+    from testbed.kube import client_for
     NodeAgent(client_for(args.kubeconfig), args.validator_manifests, args.namespace).run()
     return 0
 

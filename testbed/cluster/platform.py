@@ -15,12 +15,12 @@ import json
 from kubernetes import client
 
 from testbed.cluster.hardware import GPUS
-from testbed.cluster.kube import create_or_update
 from testbed.cluster.nodeagent import ANN_GPUS, ANN_PLUGIN, plugin_resources
 from testbed.cluster.nodes import (ARTICLE_WORKERS, CLUSTER_POLICY, CONTROL_PLANE_NODES, NAMESPACE, GpuWorker,
                                    control_plane_node, gpu_worker_node)
-from testbed.cluster.waiting import wait_for
 from testbed.gpuoperator import operator
+from testbed.kube import create_or_update
+from testbed.waiting import wait_for
 
 
 class Platform:

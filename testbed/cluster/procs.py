@@ -23,7 +23,7 @@ import threading
 from pathlib import Path
 from typing import Sequence
 
-from testbed.cluster.waiting import GiveUp, wait_for
+from testbed.waiting import GiveUp, wait_for
 
 PR_SET_PDEATHSIG = 1
 

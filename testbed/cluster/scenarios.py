@@ -47,10 +47,10 @@ from typing import Callable
 from kubernetes import client
 
 from testbed.cluster.devices import ANN_DRIVER_LIBRARIES, ANN_SIMULATE, SCENARIO_CONFIGMAP
-from testbed.cluster.kube import ignore_not_found
 from testbed.cluster.nodeagent import ANN_BROKEN, ANN_GPUS, ANN_IN_USE, ANN_LOST, APP_MIG, APP_VALIDATOR
 from testbed.cluster.platform import NAMESPACE, Platform
-from testbed.cluster.waiting import wait_for
+from testbed.kube import ignore_not_found
+from testbed.waiting import wait_for
 
 SCENARIO_TIMEOUT = 90.0
 NODE_FAULTS = (ANN_SIMULATE, ANN_BROKEN, ANN_IN_USE, ANN_LOST, ANN_DRIVER_LIBRARIES)

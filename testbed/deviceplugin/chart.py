@@ -11,7 +11,7 @@ import tempfile
 import yaml
 from kubernetes import client
 
-from testbed.cluster import kube
+from testbed import kube
 from testbed.deviceplugin import binaries
 from testbed.gpuoperator import binaries as helm_binaries
 from testbed.gpuoperator.operator import OperatorError, apply, merge_values

@@ -317,7 +317,7 @@ class Node:
             f"--hostname-override={NODE}", "--root-dir=/var/lib/kubelet", "--cert-dir=/var/lib/kubelet/pki",
             "--v=1"], env=self.env())
         from kubernetes import client
-        from testbed.cluster import kube
+        from testbed import kube
         self.api = kube.client_for(self.kubeconfig)
         self.core = client.CoreV1Api(self.api)
 
@@ -331,7 +331,7 @@ class Node:
 
     # -- Node Feature Discovery (host processes), NVIDIA's chart (pods) -----------------------
     def feature_discovery(self) -> None:
-        from testbed.cluster import kube
+        from testbed import kube
         kube.apply_files(self.api, [ROOT / "nfd" / "crds.yaml"])
         kube.wait_crds_established(self.api, ["nodefeatures.nfd.k8s-sigs.io", "nodefeaturerules.nfd.k8s-sigs.io"], 30)
         self.namespace(NFD_NAMESPACE, privileged=False)
@@ -375,7 +375,7 @@ class Node:
 
     def give_up_if_crashing(self, namespace: str, restarts: int = 2) -> None:
         """A container restarted this often will not come good by waiting: its last words instead."""
-        from testbed.cluster.waiting import GiveUp
+        from testbed.waiting import GiveUp
         for pod in self.core.list_namespaced_pod(namespace).items:
             for st in (pod.status.init_container_statuses or []) + (pod.status.container_statuses or []):
                 if st.restart_count >= restarts:
@@ -533,7 +533,7 @@ class Node:
     # -- helpers -------------------------------------------------------------------------------
     @staticmethod
     def wait(what: str, probe, timeout: float):
-        from testbed.cluster.waiting import wait_for
+        from testbed.waiting import wait_for
         return wait_for(what, probe, timeout)
 
     def wait_http(self, name: str, url: str, expect: bytes, timeout: float) -> None:

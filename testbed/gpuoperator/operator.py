@@ -21,7 +21,7 @@ import yaml
 from kubernetes import client, dynamic
 from kubernetes.client.rest import ApiException
 
-from testbed.cluster import kube
+from testbed import kube
 from testbed.gpuoperator import binaries
 
 HERE = Path(__file__).resolve().parent

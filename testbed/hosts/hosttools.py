@@ -8,13 +8,10 @@ import json
 import shlex
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from testbed.hosts import containerd_configs
+from testbed.hosts.rootwriter import Root
 from testbed.hosts.scenarios import DRIVER, Scenario, stable_uuid
-
-if TYPE_CHECKING:
-    from testbed.hosts.rootfs import Root
 
 EMULATORS = Path(__file__).parent / "emulators"
 STATE = "/var/lib/gpusim"

@@ -14,8 +14,8 @@ from __future__ import annotations
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from testbed.cluster.kube import create_or_update, ignore_not_found, wait_crds_established
-from testbed.cluster.waiting import wait_for
+from testbed.kube import create_or_update, ignore_not_found, wait_crds_established
+from testbed.waiting import wait_for
 
 LABEL = {"app.kubernetes.io/part-of": "kubeflow", "testbed.gpuconform.io/layer": "kubeflow"}
 ISSUER = "kubeflow-self-signing-issuer"

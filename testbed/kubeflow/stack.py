@@ -29,10 +29,10 @@ import bcrypt
 import yaml
 
 from testbed.cluster.procs import Supervisor
-from testbed.cluster.waiting import GiveUp, wait_for
 from testbed.kubeflow.binaries import bin_dir
 from testbed.kubeflow.pki import Issued, TestCA
 from testbed.kubeflow.webapps import KubeflowWebApps, TokenVerifier
+from testbed.waiting import GiveUp, wait_for
 
 CLIENT_ID = "kubeflow-oidc-authservice"
 COOKIE = "oauth2_proxy_kubeflow"

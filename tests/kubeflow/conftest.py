@@ -86,4 +86,4 @@ def _kubeflow_subject(request: pytest.FixtureRequest) -> gating.Subject:
         "kubeflow_expected"), "kf_evidence": DISCARD})
 
 
-gating.register(gating.Layer("kf", None, "", _kubeflow_subject))
+gating.register(gating.LayerGate("kf", None, "", _kubeflow_subject))

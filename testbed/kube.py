@@ -8,7 +8,7 @@ import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from testbed.cluster.waiting import wait_for
+from testbed.waiting import wait_for
 
 
 def client_for(kubeconfig: Path | str) -> client.ApiClient:
