@@ -20,8 +20,8 @@ BED_LAYERS = (
               "the nvidia-device-plugin chart, applied as the operator's install applies its own"),
     CodeLayer("cluster", ("testbed.cluster",),
               "control plane, KWOK GPU workers, the platform, device simulator, host roots behind workers"),
-    CodeLayer("beds on top", ("testbed.kubeflow", "testbed.gpunode"),
-              "the Kubeflow bed; the real GPU node"),
+    CodeLayer("beds on top", ("testbed.kubeflow", "testbed.gpunode", "testbed.trainer"),
+              "the Kubeflow bed; the real GPU node; Kubeflow Trainer and JobSet on the cluster bed"),
 )
 
 #: bed unit → the suite's units it may import

@@ -52,9 +52,9 @@ from kubernetes.client.rest import ApiException
 
 from testbed.cluster import binaries as cluster_binaries
 from testbed.cluster.controlplane import LOOPBACK, ControlPlane, free_port, wait_http
-from testbed.cluster.kube import create_or_update
+from testbed.kube import create_or_update
 from testbed.cluster.nodes import GPU_TAINT
-from testbed.cluster.waiting import wait_for
+from testbed.waiting import wait_for
 from testbed.gpuoperator import operator
 from testbed.trainer import binaries
 
