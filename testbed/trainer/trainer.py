@@ -5,8 +5,8 @@ serving their admission webhooks against the bed's kube-apiserver.
 As NVIDIA's GPU Operator controller (testbed/gpuoperator/operator.py), each controller runs as a
 bed process, not in a pod (KWOK runs no containers): with the container args of its rendered
 Deployment, the controller configuration of its rendered ConfigMap, a kubeconfig holding a token
-of its own ServiceAccount (so it works with upstream's RBAC), and a private ``/tmp``
-(pod-view-run.sh) where its webhook Secret is written as the kubelet mounts it.
+of its own ServiceAccount (so it works with upstream's RBAC), and a private
+``/tmp/k8s-webhook-server`` (pod-view-run.sh) where its webhook Secret is written as the kubelet mounts it.
 
 How the API server reaches the webhooks: it resolves a webhook's Service through the Service's
 EndpointSlices (the bed's kube-apiserver runs with ``--enable-aggregator-routing``,
