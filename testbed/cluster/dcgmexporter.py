@@ -101,11 +101,14 @@ POD_LABEL, PORT = "app=nvidia-dcgm-exporter", 9400
 def _address_on_loopback(ip: str) -> Iterator[None]:
     """KWOK gives pods addresses nothing answers at (its --cidr): while in the block, this machine
     holds ``ip`` on its loopback interface, so that a stand-in can listen there."""
-    subprocess.run(["ip", "addr", "add", f"{ip}/32", "dev", "lo"], check=True, capture_output=True, text=True)
+    added = subprocess.run(["ip", "addr", "add", f"{ip}/32", "dev", "lo"], capture_output=True, text=True)
+    if added.returncode != 0 and "File exists" not in added.stderr:
+        raise RuntimeError(f"ip addr add {ip}/32 dev lo: {added.stderr.strip()}")
     try:
         yield
-    finally:
-        subprocess.run(["ip", "addr", "del", f"{ip}/32", "dev", "lo"], capture_output=True, text=True)
+    finally:  # held already (a run that never got to remove it): left as found
+        if added.returncode == 0:
+            subprocess.run(["ip", "addr", "del", f"{ip}/32", "dev", "lo"], capture_output=True, text=True)
 
 
 @contextlib.contextmanager
@@ -116,8 +119,9 @@ def at_exporter_pods(api: client.ApiClient, per_device: bool = True, answering: 
     pods = client.CoreV1Api(api).list_pod_for_all_namespaces(label_selector=POD_LABEL).items
     with contextlib.ExitStack() as stack:
         urls = {}
-        for pod in pods:
-            if pod.status.phase == "Running" and pod.status.pod_ip:
+        for pod in pods:  # one stand-in an address: KWOK may give a new pod a deleted one's IP
+            if pod.status.phase == "Running" and pod.status.pod_ip and not pod.metadata.deletion_timestamp and (
+                    f"http://{pod.status.pod_ip}:{PORT}/metrics" not in urls.values()):
                 stack.enter_context(_address_on_loopback(pod.status.pod_ip))
                 urls[pod.metadata.name] = stack.enter_context(
                     serve(api, pod.spec.node_name, per_device, host=pod.status.pod_ip, port=PORT)) if answering else (
