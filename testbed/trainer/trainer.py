@@ -278,7 +278,8 @@ class Trainer:
     def uninstall(self, timeout: float = 60) -> None:
         """The runtime first, while the Trainer runs (it holds the runtime's
         ``trainer.kubeflow.org/resource-in-use`` finalizer until no TrainJob uses it), then the
-        controllers stopped and the rest deleted, webhook configurations before the CRDs."""
+        controllers stopped and the rest deleted, webhook configurations before the CRDs; returns
+        once their namespaces are gone."""
         dyn = dynamic.DynamicClient(self.api)
         body = self.applied[-1] if self.applied and self.applied[-1]["kind"] == "ClusterTrainingRuntime" else None
         if body is not None:
@@ -291,8 +292,13 @@ class Trainer:
             self.stop(controller)
         for obj in reversed(self.applied):
             _delete(dyn.resources.get(api_version=obj["apiVersion"], kind=obj["kind"]), obj)
-        _delete(dyn.resources.get(api_version="v1", kind="Namespace"), {"metadata": {"name": TRAINJOB_NAMESPACE}})
+        namespaces = dyn.resources.get(api_version="v1", kind="Namespace")
+        gone = [o for o in self.applied if o["kind"] == "Namespace"] + [{"metadata": {"name": TRAINJOB_NAMESPACE}}]
+        _delete(namespaces, gone[-1])
         self.applied = []
+        # a namespace being terminated refuses new objects: the next install waits for nothing
+        wait_for("the Trainer's and JobSet's namespaces to be deleted",
+                 lambda: all(_gone(namespaces, o) for o in gone), timeout)
 
     def _mount_secret(self, controller: Controller, certs: Path) -> bool:
         """The webhook Secret's keys as files in ``certs`` (the kubelet's secret volume), those that
