@@ -28,6 +28,12 @@ from gpuconform.node.facts import NodeFacts
 HOST_GRACE_S = 2
 
 
+def host_deadline_s(probe_s: float) -> float:
+    """The probe's deadline on the host (its watchdog): the profile's ``timeouts.probe_s`` and the
+    grace after it. Every host kind (SSH, local, chroot, a k8s-node pod) is held to this one."""
+    return probe_s + HOST_GRACE_S
+
+
 class NotStarted(NodeFacts):
     """This machine could not start the probe's local process (fork/exec of ``ssh`` or the shell
     failed, twice): the host was never asked, so it is "could not check", not "unreachable"."""
@@ -162,7 +168,7 @@ class FactsPool:
     def script(self) -> str:
         """A probe as every host gets it, with a token of its own and the host-side deadline (the
         remediation fixture probes a fixed host once more)."""
-        return self._script_for(secrets.token_hex(12), self._timeout + HOST_GRACE_S)
+        return self._script_for(secrets.token_hex(12), host_deadline_s(self._timeout))
 
     def submit(self, label: str, host_factory: Callable[[], Any]) -> None:
         with self._lock:
@@ -183,7 +189,7 @@ class FactsPool:
         run.started = time.monotonic()
         try:
             run.host = host_factory()
-            facts = probe_host(run.host, label, self._script_for(run.token, self._timeout + HOST_GRACE_S, label))
+            facts = probe_host(run.host, label, self._script_for(run.token, host_deadline_s(self._timeout), label))
         except BaseException as exc:  # noqa: BLE001 - a probe must always settle its future
             facts = NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
         _settle(run.future, facts)

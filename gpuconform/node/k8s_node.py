@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from testinfra.backend import base
 
-from gpuconform.node.collect import HOST_GRACE_S, probe_host
+from gpuconform.node.collect import host_deadline_s, probe_host
 from gpuconform.node.facts import NodeFacts
 
 SCHEME = "k8s-node"
@@ -192,7 +192,7 @@ def pod_body(name: str, node: str, script: str, namespace: str, labels: dict, s:
             "enableServiceLinks": False,
             "terminationGracePeriodSeconds": 1,
             # the kubelet's own end of the pod, should this run die before deleting it
-            "activeDeadlineSeconds": math.ceil(s.start_s + s.probe_s + HOST_GRACE_S),
+            "activeDeadlineSeconds": math.ceil(s.start_s + host_deadline_s(s.probe_s)),
             "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                 "nodeSelectorTerms": [{"matchFields": [
                     {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}},
@@ -260,7 +260,7 @@ class ProbePods:
                 if node in self._pods:
                     continue
                 token = hashlib.sha256(f"{self.run_id}/{node}".encode()).hexdigest()[:24]
-                script = self._script_for(token, self.settings.probe_s + HOST_GRACE_S, node)
+                script = self._script_for(token, host_deadline_s(self.settings.probe_s), node)
                 self._pods[node] = pod = _Pod(node, pod_name(node), script, cf.Future())
                 if node in UNRESOLVED:
                     self._settle(pod, PodProblem(node, {}, UNRESOLVED[node]))
@@ -290,7 +290,7 @@ class ProbePods:
     def _watch_timeout(self, pods: int) -> float:
         """The batch's whole wait: every pod's own deadlines, plus the creates of the batch."""
         s = self.settings
-        return s.start_s + s.probe_s + HOST_GRACE_S + 4 * s.api_s + pods / s.parallel * s.api_s
+        return s.start_s + host_deadline_s(s.probe_s) + 4 * s.api_s + pods / s.parallel * s.api_s
 
     def close(self) -> list[str]:
         """Delete what the run created (pods with their namespace); returns what could not be.
@@ -417,7 +417,7 @@ class ProbePods:
                 if pod.started is None and now > pod.created + s.start_s:
                     self._problem(pod, f"did not start within {s.start_s:g} s (profile k8s_node.start_s); "
                                        f"last state seen: {seen}")
-                elif pod.started is not None and now > pod.started + s.probe_s + HOST_GRACE_S:
+                elif pod.started is not None and now > pod.started + host_deadline_s(s.probe_s):
                     self._problem(pod, f"did not finish within {s.probe_s:g} s after it started (profile "
                                        f"timeouts.probe_s); last state seen: {seen}")
             return all(p.settled for p in batch)
