@@ -82,3 +82,12 @@ def wait_gone(leftovers: Callable[[], list[str]], timeout: float = 60) -> None:
     while (left := leftovers()) and time.monotonic() < deadline:
         time.sleep(1)
     assert not left, f"left behind after the run: {left}"
+
+
+def profile_variant(path: Path, override: dict) -> Path:
+    """The seed profile with ``override`` deep-merged into it, written to ``path``."""
+    import yaml
+
+    from gpuconform.profile import _merge
+    path.write_text(yaml.safe_dump(_merge(yaml.safe_load(PROFILE.read_text()), override), sort_keys=False))
+    return path

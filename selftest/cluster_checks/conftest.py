@@ -15,9 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import yaml
 
-from cluster_harness import PROFILE, by_check, shared_platform
+from cluster_harness import PROFILE, by_check, profile_variant, shared_platform
 from runner import run_suite
 
 
@@ -58,14 +57,7 @@ def fault(platform):
 @pytest.fixture
 def profile_with(tmp_path):
     """``profile_with({"cluster": {...}})``: the seed profile with a deep-merged override."""
-    from gpuconform.profile import _merge
-
-    def make(override: dict, name: str = "variant.yaml") -> Path:
-        data = _merge(yaml.safe_load(PROFILE.read_text()), override)
-        path = tmp_path / name
-        path.write_text(yaml.safe_dump(data, sort_keys=False))
-        return path
-    return make
+    return lambda override, name="variant.yaml": profile_variant(tmp_path / name, override)
 
 
 @pytest.fixture

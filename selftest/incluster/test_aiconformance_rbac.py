@@ -9,10 +9,9 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-import yaml
 
 import incluster_harness as h
-from cluster_harness import PROFILE, by_check
+from cluster_harness import by_check, profile_variant
 from runner import run_suite
 
 OPTIONAL = h.IN_CLUSTER / "optional" / "aiconformance-rbac.yaml"
@@ -70,11 +69,9 @@ def bed_with_exporter_and_dra(platform):
 
 
 def _run(sa_kubeconfig, tmp_path, trainjobs: str, *args: str):
-    from gpuconform.profile import _merge
-    profile = tmp_path / "aiconformance.yaml"
-    profile.write_text(yaml.safe_dump(_merge(yaml.safe_load(PROFILE.read_text()), {"ai_conformance": {
+    profile = profile_variant(tmp_path / "aiconformance.yaml", {"ai_conformance": {
         "checklist": "1.35", "dra_driver": "gpu.nvidia.com",
-        "kubeflow_trainer": {"installed": True, "namespace": trainjobs}}}), sort_keys=False))
+        "kubeflow_trainer": {"installed": True, "namespace": trainjobs}}})
     proc, doc = run_suite("-m", "aiconformance", "-q", *args, f"--profile={profile}", f"--kubeconfig={sa_kubeconfig}",
                           report_dir=tmp_path / "reports", timeout=400)
     assert doc and "Traceback" not in proc.stdout + proc.stderr, proc.stdout[-3000:] + proc.stderr[-2000:]

@@ -48,11 +48,10 @@ from pathlib import Path
 
 import yaml
 from kubernetes import client, dynamic
-from kubernetes.client.rest import ApiException
 
 from testbed.cluster import binaries as cluster_binaries
 from testbed.cluster.controlplane import LOOPBACK, ControlPlane, free_port, wait_http
-from testbed.kube import create_or_update
+from testbed.kube import create_or_update, ignore_not_found
 from testbed.cluster.nodes import GPU_TAINT
 from testbed.waiting import wait_for
 from testbed.gpuoperator import operator
@@ -328,19 +327,9 @@ class Trainer:
 
 
 def _delete(resource, obj: dict) -> None:
-    try:
-        resource.delete(name=obj["metadata"]["name"],
-                        namespace=obj["metadata"].get("namespace") if resource.namespaced else None)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    ignore_not_found(resource.delete, name=obj["metadata"]["name"],
+                     namespace=obj["metadata"].get("namespace") if resource.namespaced else None)
 
 
 def _gone(resource, obj: dict) -> bool:
-    try:
-        resource.get(name=obj["metadata"]["name"])
-    except ApiException as exc:
-        if exc.status == 404:
-            return True
-        raise
-    return False
+    return ignore_not_found(resource.get, name=obj["metadata"]["name"]) is None
