@@ -322,7 +322,9 @@ class Hooks:
         facts = item.funcargs.get("node") if hasattr(item, "funcargs") else None
         companion = (remediation.companion(mark.kwargs["id"], facts, self._expected(item), rec.param_of(item))
                      if report.failed and facts is not None else None)
-        fix = companion.text() if companion else fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
+        fix = fix_for(mark.kwargs.get("fix"), getattr(facts, "os_family", None))
+        if companion is not None:  # one fix text per rule, the check's: its companion script goes beside it
+            fix = f"{fix}\ncompanion script: {companion.text()}" if fix else f"companion script: {companion.text()}"
         layer = next((m.name for m in item.iter_markers() if m.name in CHECK_LAYERS), None)
         record = rec.build(item, call, report, mark, facts, fix, layer, item.stash.get(keys.EVIDENCE, []))
         waivers_mod.apply(self.waivers, record, self.today)

@@ -1,0 +1,25 @@
+"""The GPU Operator's validator: its status files on the host."""
+from __future__ import annotations
+
+from functools import cached_property
+
+from gpuconform.node.topic import Base, Step
+from gpuconform.parsers import host
+
+STEPS = (
+    # the GPU Operator validator's status files (gpu-operator validator/main.go: /run/nvidia/
+    # validations, driver-ready holding IS_HOST_DRIVER=…): names, and driver-ready's two keys
+    # prefixed, so that no file's content can pass for another file
+    Step("validations", 'D=/run/nvidia/validations; for f in driver-ready toolkit-ready cuda-ready plugin-ready; do '
+                        '[ -e "$D/$f" ] && echo "ready $f"; done; [ -r "$D/driver-ready" ] && '
+                        'sed -n -E "s/^(IS_HOST_DRIVER|NVIDIA_DRIVER_ROOT)=(.*)$/driver \\1=\\2/p" "$D/driver-ready"; true',
+         "ls /run/nvidia/validations; cat /run/nvidia/validations/driver-ready"),
+)
+TOOLS: tuple[str, ...] = ()
+COMPANIONS: dict = {}
+
+
+class Facts(Base):
+    @cached_property
+    def operator_validations(self) -> host.Validations:
+        return host.parse_validations(self.section("validations").out)
