@@ -3,10 +3,8 @@ driver.enabled=false and relies on it)."""
 import pytest
 
 from gpuconform.checks import check
+from gpuconform.node.topics import container_runtime
 from gpuconform.node.facts import CannotTell
-
-CONFIGURE = ("nvidia-ctk runtime configure --runtime=containerd --set-as-default && "
-             "systemctl restart containerd  (remediation/containerd-nvidia-runtime.sh --apply)")
 
 
 def _injection(expected, mode):
@@ -20,10 +18,7 @@ def _containerd(expected):
         pytest.skip("the profile names no containerd engine (container_runtime.engine: none)")
 
 
-@check("node.toolkit.nvidia_ctk", "NVIDIA Container Toolkit (nvidia-ctk) is installed",
-       fix={"rhel": "dnf install nvidia-container-toolkit", "debian": "apt-get install nvidia-container-toolkit",
-            "default": "install nvidia-container-toolkit"},
-       evidence=["nvidia_ctk"])
+@check("node.toolkit.nvidia_ctk", **container_runtime.TOOLKIT_NVIDIA_CTK)
 def test_nvidia_ctk_present(node, expected):
     """`nvidia-ctk --version` runs."""
     if not expected.container_runtime.nvidia_ctk_required:
@@ -32,11 +27,7 @@ def test_nvidia_ctk_present(node, expected):
                                      else "`nvidia-ctk --version` failed")
 
 
-@check("node.toolkit.runtime_binary", "nvidia-container-runtime binary is executable",
-       fix="install nvidia-container-toolkit (the package ships /usr/bin/nvidia-container-runtime; the GPU "
-           "Operator's toolkit /usr/local/nvidia/toolkit/nvidia-container-runtime): the profile's "
-           "container_runtime.runtime_binary must name where it is",
-       evidence=["runtime_binary"])
+@check("node.toolkit.runtime_binary", **container_runtime.TOOLKIT_RUNTIME_BINARY)
 def test_runtime_binary_executable(node, expected):
     """The profile's runtime binary exists and is executable."""
     _containerd(expected)
@@ -44,10 +35,7 @@ def test_runtime_binary_executable(node, expected):
     assert rb.executable, f"{rb.path} is {'not executable' if rb.exists else 'missing'}"
 
 
-@check("node.containerd.installed", "containerd, the profile's container engine, is installed",
-       fix={"rhel": "dnf install containerd.io", "debian": "apt-get install containerd",
-            "default": "install containerd"},
-       evidence=["tools", "containerd_files"])
+@check("node.containerd.installed", **container_runtime.CONTAINERD_INSTALLED)
 def test_containerd_installed(node, expected):
     """The profile names containerd as the engine (container_runtime.engine): it is on the host."""
     _containerd(expected)
@@ -55,8 +43,7 @@ def test_containerd_installed(node, expected):
         "containerd is not installed, but the profile says container_runtime.engine: containerd")
 
 
-@check("node.containerd.nvidia_runtime", "containerd has an `nvidia` runtime using nvidia-container-runtime",
-       fix=CONFIGURE, needs=["node.containerd.installed"], evidence=["containerd_dump", "containerd_files"])
+@check("node.containerd.nvidia_runtime", **container_runtime.CONTAINERD_NVIDIA_RUNTIME, needs=["node.containerd.installed"])
 def test_containerd_nvidia_runtime(node, expected):
     """containerd's CRI config has runtime `nvidia` whose BinaryName is the profile's runtime binary."""
     _containerd(expected)
@@ -67,8 +54,7 @@ def test_containerd_nvidia_runtime(node, expected):
         f"containerd runtime `nvidia` runs {rt.binary_name!r}, expected {expected.container_runtime.runtime_binary!r}")
 
 
-@check("node.containerd.nvidia_default", "nvidia is containerd's default runtime",
-       fix=CONFIGURE, needs=["node.containerd.nvidia_runtime"], evidence=["containerd_dump", "containerd_files", "cdi_specs"])
+@check("node.containerd.nvidia_default", **container_runtime.CONTAINERD_NVIDIA_DEFAULT, needs=["node.containerd.nvidia_runtime"])
 def test_containerd_default_runtime(node, expected):
     """containerd's default_runtime_name is `nvidia` when the profile's injection is default-runtime."""
     _containerd(expected)
@@ -81,11 +67,7 @@ def test_containerd_default_runtime(node, expected):
            "design (GPU Operator v25.10 and later), its profile must say container_runtime.injection: cdi" if cdi else ""))
 
 
-@check("node.containerd.cdi", "containerd injects NVIDIA GPUs through CDI",
-       fix="enable_cdi = true in containerd's CRI config (the GPU Operator's toolkit sets it with cdi.enabled), then "
-           "systemctl restart containerd; the workload spec comes from the device plugin (device-list-strategy cdi-cri: "
-           "its pod's log says why it is missing) or `nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml`",
-       needs=["node.containerd.installed"], evidence=["containerd_dump", "containerd_files", "cdi_specs"])
+@check("node.containerd.cdi", **container_runtime.CONTAINERD_CDI, needs=["node.containerd.installed"])
 def test_containerd_cdi(node, expected):
     """With injection cdi: containerd's enable_cdi is on and one of its cdi_spec_dirs holds an NVIDIA GPU spec."""
     _containerd(expected)
@@ -102,12 +84,7 @@ def test_containerd_cdi(node, expected):
                    f"{', '.join(cri.cdi_spec_dirs)}; spec files: {found}")
 
 
-@check("node.containerd.config_version", "containerd runs the profile's config version",
-       fix="the host's containerd is of another generation than the platform's: containerd 1.x runs config version 2, "
-           "2.x version 3 (`containerd config migrate` writes a file's version 3 form); install the containerd the "
-           "platform runs and write its config with `nvidia-ctk runtime configure --runtime=containerd`, or declare "
-           "this host's version (container_runtime.config_version, or a group matching this host)",
-       needs=["node.containerd.installed"], evidence=["containerd_dump", "containerd_files"])
+@check("node.containerd.config_version", **container_runtime.CONTAINERD_CONFIG_VERSION, needs=["node.containerd.installed"])
 def test_containerd_config_version(node, expected):
     """containerd's config (its `config dump`, else the files) has the profile's `config_version`."""
     _containerd(expected)

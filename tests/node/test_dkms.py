@@ -3,6 +3,7 @@
 import pytest
 
 from gpuconform.checks import check
+from gpuconform.node.topics import dkms, linker
 
 
 def _nvidia_entries(node, expected):
@@ -10,11 +11,7 @@ def _nvidia_entries(node, expected):
     return [e for e in node.dkms_entries if e.module in names]
 
 
-@check("node.dkms.nvidia_installed", "DKMS has the NVIDIA module installed for the running kernel",
-       fix="dkms install -m nvidia -v <version> -k $(uname -r)  (on failure read "
-           "/var/lib/dkms/nvidia/<version>/build/make.log; `/bin/ld: Permission denied` → "
-           "remediation/fix-ld.sh --apply, then reinstall)",
-       evidence=["osrelease", "dkms_version", "dkms_status"])
+@check("node.dkms.nvidia_installed", **dkms.DKMS_NVIDIA_INSTALLED)
 def test_dkms_nvidia_installed_for_running_kernel(node, expected):
     """`dkms status` shows nvidia (or nvidia-open) at the profile's version `installed` for `uname -r`."""
     if expected.driver.install != "dkms":
@@ -38,11 +35,7 @@ def _why_not_installed(entries, kver, want, names) -> str:
     return f"nvidia {want} is not installed for the running kernel {kver}: {described}"
 
 
-@check("node.toolchain.ld_runs", "The linker runs (DKMS needs it to build the driver)",
-       fix={"rhel": "remediation/fix-ld.sh --apply  (ln -sf ld.bfd /usr/bin/ld; or dnf reinstall binutils)",
-            "debian": "apt-get install --reinstall binutils",
-            "default": "reinstall binutils so that /usr/bin/ld is an executable linker"},
-       evidence=["ld"])
+@check("node.toolchain.ld_runs", **linker.TOOLCHAIN_LD_RUNS)
 def test_linker_runs(node, expected):
     """`ld` is on PATH, executable, and `ld --version` succeeds (else make fails: /bin/ld: Permission denied)."""
     if expected.driver.install != "dkms":

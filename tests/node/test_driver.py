@@ -1,21 +1,16 @@
 """The NVIDIA driver is loaded, at the profile's version, with its device nodes and nvidia-smi."""
 from gpuconform.checks import check
+from gpuconform.node.topics import driver
 
 
-@check("node.driver.modules_loaded", "NVIDIA kernel modules nvidia and nvidia_uvm are loaded",
-       fix={"rhel": "modprobe -vv nvidia && modprobe nvidia_uvm; if it fails: 'Required key not available' → "
-                    "node.signing.*; 'Module nvidia not found' → dkms install (node.dkms.nvidia_installed)",
-            "default": "modprobe -vv nvidia && modprobe nvidia_uvm, and read the error it prints"},
-       evidence=["proc_modules"])
+@check("node.driver.modules_loaded", **driver.DRIVER_MODULES_LOADED)
 def test_driver_modules_loaded(node):
     """nvidia and nvidia_uvm appear in /proc/modules (state Live)."""
     missing = [m for m in ("nvidia", "nvidia_uvm") if m not in node.modules]
     assert not missing, f"not loaded: {', '.join(missing)} (/proc/modules)"
 
 
-@check("node.driver.version", "Loaded NVIDIA driver is the profile's version",
-       fix="install the profile's driver version (dnf module install nvidia-driver:<branch>-dkms), reboot",
-       needs=["node.driver.modules_loaded"], evidence=["driver_version"])
+@check("node.driver.version", **driver.DRIVER_VERSION, needs=["node.driver.modules_loaded"])
 def test_loaded_driver_version(node, expected):
     """/proc/driver/nvidia/version reports the profile's driver version (and flavour if set)."""
     info = node.driver_proc_version
@@ -26,10 +21,7 @@ def test_loaded_driver_version(node, expected):
         f"expected {expected.driver.version}" + ("" if expected.driver.flavour == "any" else f" ({expected.driver.flavour})"))
 
 
-@check("node.driver.device_nodes", "NVIDIA device nodes exist, one per GPU",
-       fix="run `nvidia-smi` once (or nvidia-modprobe -c0 -u) to create /dev/nvidia*; "
-           "persistenced keeps them; a missing /dev/nvidiaN means a GPU the driver did not initialise",
-       needs=["node.driver.modules_loaded"], evidence=["dev_nodes"])
+@check("node.driver.device_nodes", **driver.DRIVER_DEVICE_NODES, needs=["node.driver.modules_loaded"])
 def test_device_nodes(node, expected):
     """/dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia0..N-1 are character devices (N = profile GPU count)."""
     wanted = ["nvidiactl", "nvidia-uvm"] + [f"nvidia{i}" for i in range(expected.gpu.count)]
@@ -37,10 +29,7 @@ def test_device_nodes(node, expected):
     assert not missing, f"missing device nodes: {', '.join(missing)}"
 
 
-@check("node.smi.runs", "nvidia-smi runs and talks to the driver",
-       fix="install the NVIDIA utilities matching the driver; 'couldn't communicate with the NVIDIA driver' "
-           "means the kernel module and user-space versions differ or the module is not loaded",
-       needs=["node.driver.modules_loaded"], evidence=["smi_gpus"])
+@check("node.smi.runs", **driver.SMI_RUNS, needs=["node.driver.modules_loaded"])
 def test_nvidia_smi_runs(node):
     """`nvidia-smi --query-gpu=... --format=csv,noheader` exits 0."""
     assert node.tool("nvidia-smi"), "nvidia-smi is not installed on the host"
@@ -49,28 +38,21 @@ def test_nvidia_smi_runs(node):
     assert sec.ok, f"nvidia-smi failed (exit {sec.rc}): {(sec.out or sec.err).strip().splitlines()[0] if (sec.out or sec.err).strip() else ''}"
 
 
-@check("node.gpu.count", "GPU count matches the profile",
-       fix="a GPU missing from nvidia-smi: check `lspci -d 10de:`, the Xid log, reseat/replace the GPU",
-       needs=["node.smi.runs"], evidence=["smi_gpus"])
+@check("node.gpu.count", **driver.GPU_COUNT, needs=["node.smi.runs"])
 def test_gpu_count(node, expected):
     """nvidia-smi lists exactly `gpu.count` GPUs."""
     seen = len(node.gpus)
     assert seen == expected.gpu.count, f"nvidia-smi sees {seen} GPU{'' if seen == 1 else 's'}, expected {expected.gpu.count}"
 
 
-@check("node.gpu.product", "Every GPU is the profile's model",
-       fix="the host carries other GPUs than the profile says: fix the profile (a group for this host) "
-           "or move the host to the right pool",
-       needs=["node.smi.runs"], evidence=["smi_gpus"])
+@check("node.gpu.product", **driver.GPU_PRODUCT, needs=["node.smi.runs"])
 def test_gpu_product(node, expected):
     """Every GPU's nvidia-smi name equals `gpu.product`."""
     other = [f"GPU {g.index}: {g.name}" for g in node.gpus if g.name != expected.gpu.product]
     assert not other, f"expected {expected.gpu.product}, found {'; '.join(other)}"
 
 
-@check("node.smi.driver_version", "nvidia-smi reports the profile's driver version",
-       fix="user-space and kernel driver must be one version: reinstall the driver packages and reboot",
-       needs=["node.smi.runs"], evidence=["smi_gpus"])
+@check("node.smi.driver_version", **driver.SMI_DRIVER_VERSION, needs=["node.smi.runs"])
 def test_smi_driver_version(node, expected):
     """nvidia-smi's driver_version equals the profile's driver version on every GPU."""
     seen = sorted({g.driver_version or "unknown" for g in node.gpus})

@@ -2,6 +2,7 @@
 import pytest
 
 from gpuconform.checks import check
+from gpuconform.node.topics import fabric_manager
 
 def _required(expected):
     if expected.services.fabric_manager != "required":
@@ -9,11 +10,7 @@ def _required(expected):
                     "only NVSwitch systems such as HGX H100 need it)")
 
 
-@check("node.fabricmanager.version", "Fabric manager version equals the driver version",
-       fix={"rhel": "dnf install nvidia-fabric-manager-<driver version>  (versions must match exactly)",
-            "debian": "apt-get install nvidia-fabricmanager-<branch>=<driver version>-1",
-            "default": "install the fabric manager package of exactly the driver's version"},
-       evidence=["fm_packages", "fm_version"])
+@check("node.fabricmanager.version", **fabric_manager.FABRICMANAGER_VERSION)
 def test_fabric_manager_version(node, expected):
     """The installed fabric manager package has exactly the driver's version (the loaded driver's
     when one is loaded, else the profile's)."""
@@ -31,9 +28,7 @@ def test_fabric_manager_version(node, expected):
         f"{' (loaded)' if loaded else ' (profile)'}: the versions must be equal")
 
 
-@check("node.fabricmanager.active", "nvidia-fabricmanager service is active",
-       fix="systemctl enable --now nvidia-fabricmanager; journalctl -u nvidia-fabricmanager",
-       needs=["node.driver.modules_loaded"], evidence=["pid1", "systemd_units", "processes"])
+@check("node.fabricmanager.active", **fabric_manager.FABRICMANAGER_ACTIVE, needs=["node.driver.modules_loaded"])
 def test_fabric_manager_active(node, expected):
     """systemd reports the fabric manager's unit (services.fabric_manager_unit) active."""
     _required(expected)

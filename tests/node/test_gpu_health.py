@@ -3,14 +3,11 @@ PCIe link, clock limiters and NVLink."""
 import pytest
 
 from gpuconform.checks import check
+from gpuconform.node.topics import gpu_health
 from gpuconform.node.facts import CannotTell
 
-RMA = "drain the node, run `nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER`, reset the GPU; if it persists, RMA"
 
-
-@check("node.gpu.ecc_enabled", "ECC is enabled on every GPU",
-       fix="nvidia-smi -i <gpu> -e 1, then reset the GPU or reboot",
-       needs=["node.smi.runs"], evidence=["smi_gpus"])
+@check("node.gpu.ecc_enabled", **gpu_health.GPU_ECC_ENABLED, needs=["node.smi.runs"])
 def test_ecc_enabled(node, expected):
     """ecc.mode.current is Enabled on every GPU (when the profile requires ECC)."""
     if expected.gpu.ecc != "enabled":
@@ -20,16 +17,14 @@ def test_ecc_enabled(node, expected):
     assert not off, f"ECC is not enabled: {'; '.join(off)}"
 
 
-@check("node.gpu.retired_pages", "No retired memory pages are pending", fix=RMA,
-       needs=["node.smi.runs"], evidence=["smi_health"])
+@check("node.gpu.retired_pages", **gpu_health.GPU_RETIRED_PAGES, needs=["node.smi.runs"])
 def test_no_retired_pages_pending(node):
     """retired_pages.pending is not Yes on any GPU (N/A on GPUs that remap rows instead)."""
     bad = [str(g.index) for g in node.gpu_health if (g.retired_pages_pending or "").lower() == "yes"]
     assert not bad, f"retired pages pending a reset on GPU {', '.join(bad)}"
 
 
-@check("node.gpu.row_remap", "No row-remap failure or pending row remap", fix=RMA,
-       needs=["node.smi.runs"], evidence=["smi_health"])
+@check("node.gpu.row_remap", **gpu_health.GPU_ROW_REMAP, needs=["node.smi.runs"])
 def test_no_row_remap_failure(node):
     """remapped_rows.failure and remapped_rows.pending are not Yes on any GPU."""
     bad = [f"GPU {g.index}: " + ", ".join(name for name, value in (("failure", g.remapped_rows_failure),
@@ -40,10 +35,7 @@ def test_no_row_remap_failure(node):
     assert not bad, f"row remapping problem: {'; '.join(bad)}"
 
 
-@check("node.gpu.pcie_link", "Every GPU's PCIe link runs at its full width and generation",
-       fix="drain the node; reseat the GPU or its riser, check the slot's BIOS link settings and "
-           "`lspci -vv -s <bus id>` LnkSta against LnkCap; if the link trains down again, RMA",
-       needs=["node.smi.runs"], evidence=["smi_pcie"])
+@check("node.gpu.pcie_link", **gpu_health.GPU_PCIE_LINK, needs=["node.smi.runs"])
 def test_pcie_link(node, expected):
     """pcie.link.width.current equals .max, and gen.current equals gen.max unless the GPU is idle
     (nvidia-smi: the generation "may be reduced when the GPU is not in use")."""
@@ -61,10 +53,7 @@ def test_pcie_link(node, expected):
     assert not bad, f"PCIe link below its maximum: {'; '.join(bad)}"
 
 
-@check("node.gpu.clock_events", "No GPU is slowed down by hardware, thermal or power-brake limits",
-       fix="check cooling (nvidia-smi -q -d TEMPERATURE,PERFORMANCE), the PSUs and the BMC's power "
-           "brake events; drain the node until the limiter clears",
-       needs=["node.smi.runs"], evidence=["smi_clocks"])
+@check("node.gpu.clock_events", **gpu_health.GPU_CLOCK_EVENTS, needs=["node.smi.runs"])
 def test_clock_events(node, expected):
     """No clock limiter among HW slowdown, HW thermal, HW power brake and SW thermal is Active
     (those the profile tolerates aside)."""
@@ -73,8 +62,7 @@ def test_clock_events(node, expected):
     assert not bad, f"clock limiters engaged: {'; '.join(bad)}"
 
 
-@check("node.gpu.memory_errors", "Memory error counters are within the profile's limits", fix=RMA,
-       needs=["node.smi.runs"], evidence=["smi_memory_errors"])
+@check("node.gpu.memory_errors", **gpu_health.GPU_MEMORY_ERRORS, needs=["node.smi.runs"])
 def test_memory_errors(node, expected):
     """Rows remapped for uncorrectable errors and SRAM ECC errors (aggregate) per GPU at most the
     profile's limits (Azure NHC's H100 thresholds by default); N/A on a GPU without them is not counted."""
@@ -88,10 +76,7 @@ def test_memory_errors(node, expected):
     assert not bad, "; ".join(bad)
 
 
-@check("node.gpu.nvlink", "Every NVLink is up, its error counters within the profile's limits",
-       fix="drain the node; check the fabric manager (journalctl -u nvidia-fabricmanager) and "
-           "`nvidia-smi nvlink -e`; reset the GPUs; if a link stays down or keeps erring, RMA the GPU or baseboard",
-       needs=["node.smi.runs"], evidence=["nvlink_status", "nvlink_errors"])
+@check("node.gpu.nvlink", **gpu_health.GPU_NVLINK, needs=["node.smi.runs"])
 def test_nvlink(node, expected):
     """Each GPU has the profile's number of NVLinks active, and no link's Recovery/Replay/CRC
     counter is above its limit."""
@@ -107,10 +92,7 @@ def test_nvlink(node, expected):
     assert not bad, "; ".join(bad)
 
 
-@check("node.gpu.dcgm_diag", "DCGM diagnostics pass (opt-in: it loads the GPU)",
-       fix="read the failing test's info in the evidence; `dcgmi diag -r 3` for detail; drain the node and RMA "
-           "the GPU if a hardware test fails again",
-       needs=["node.smi.runs"], evidence=["dcgm_diag"])
+@check("node.gpu.dcgm_diag", **gpu_health.GPU_DCGM_DIAG, needs=["node.smi.runs"])
 def test_dcgm_diag(node, expected):
     """With health.dcgm_diag set: dcgmi is installed and no test of `dcgmi diag -r <level>` Fails."""
     level = expected.health.dcgm_diag

@@ -2,25 +2,16 @@
 import pytest
 
 from gpuconform.checks import check
-
-REBUILD_INITRAMFS = {"rhel": "dracut --force && reboot",
-                     "debian": "update-initramfs -u && reboot",
-                     "default": "rebuild the initramfs (dracut --force / update-initramfs -u) and reboot"}
-BLACKLIST_FILE = "/etc/modprobe.d/blacklist-nouveau.conf"
+from gpuconform.node.topics import nouveau
 
 
-@check("node.nouveau.not_loaded", "nouveau kernel module is not loaded",
-       fix={k: f"remediation/blacklist-nouveau.sh --apply; {v}" for k, v in REBUILD_INITRAMFS.items()},
-       evidence=["proc_modules"])
+@check("node.nouveau.not_loaded", **nouveau.NOUVEAU_NOT_LOADED)
 def test_nouveau_not_loaded(node):
     """nouveau does not appear in /proc/modules."""
     assert "nouveau" not in node.modules, "nouveau is loaded (/proc/modules); the NVIDIA driver cannot bind the GPUs"
 
 
-@check("node.nouveau.blacklisted", "nouveau is blacklisted in modprobe.d",
-       fix=f"remediation/blacklist-nouveau.sh --apply  (writes {BLACKLIST_FILE}: blacklist nouveau, "
-           "blacklist lbm-nouveau, options nouveau modeset=0, alias nouveau off, alias lbm-nouveau off)",
-       evidence=["modprobe_d"])
+@check("node.nouveau.blacklisted", **nouveau.NOUVEAU_BLACKLISTED)
 def test_nouveau_blacklisted(node, expected):
     """modprobe.d holds `blacklist nouveau` and `options nouveau modeset=0`."""
     if not expected.driver.blacklist_nouveau:
@@ -33,8 +24,7 @@ def test_nouveau_blacklisted(node, expected):
     assert not missing, f"missing in /etc/modprobe.d: {'; '.join(missing)}"
 
 
-@check("node.nouveau.not_in_initramfs", "initramfs of the running kernel carries no nouveau",
-       fix=REBUILD_INITRAMFS, evidence=["initramfs"])
+@check("node.nouveau.not_in_initramfs", **nouveau.NOUVEAU_NOT_IN_INITRAMFS)
 def test_nouveau_not_in_initramfs(node, expected):
     """The initramfs listing (lsinitrd/lsinitramfs) of the running kernel has no nouveau module."""
     if not expected.driver.blacklist_nouveau:

@@ -2,14 +2,12 @@
 import pytest
 
 from gpuconform.checks import check
+from gpuconform.node.topics import validator
 
 READY = ("driver-ready", "toolkit-ready", "cuda-ready", "plugin-ready")
 
 
-@check("node.operator.validations", "The GPU Operator validator has validated the host driver, toolkit, CUDA and device plugin",
-       fix="kubectl -n gpu-operator logs <nvidia-operator-validator pod on this node> --all-containers: the "
-           "first init container that does not finish names the missing piece",
-       needs=["node.driver.modules_loaded"], evidence=["validations"])
+@check("node.operator.validations", **validator.OPERATOR_VALIDATIONS, needs=["node.driver.modules_loaded"])
 def test_operator_validations(node, expected):
     """driver-ready, toolkit-ready, cuda-ready and plugin-ready exist, and driver-ready says the
     driver is the host's (IS_HOST_DRIVER=true: the profile's driver is installed on the host)."""

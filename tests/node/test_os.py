@@ -2,13 +2,11 @@
 import pytest
 
 from gpuconform.checks import check
+from gpuconform.node.topics import system
 from gpuconform.parsers import kernel
 
 
-@check("node.os.family", "The host's OS family is the profile's",
-       fix="the host runs another distribution family than the profile declares: reinstall it, move it to "
-           "the right pool, or declare its family (node.os_family, or a group matching this host)",
-       evidence=["os_release"])
+@check("node.os.family", **system.OS_FAMILY)
 def test_os_family(node, expected):
     """/etc/os-release (ID, ID_LIKE) names the profile's `os_family` (rhel, debian or suse)."""
     if expected.os_family == "any":
@@ -20,10 +18,7 @@ def test_os_family(node, expected):
         f"{node.os_family or 'unknown'}, expected {expected.os_family}")
 
 
-@check("node.os.version", "The host's OS release is the profile's",
-       fix="the host runs another release than the profile declares: upgrade or reinstall it to that release, "
-           "move it to the right pool, or declare its release (node.os_version, or a group matching this host)",
-       needs=["node.os.family"], evidence=["os_release"])
+@check("node.os.version", **system.OS_VERSION, needs=["node.os.family"])
 def test_os_version(node, expected):
     """VERSION_ID of /etc/os-release is the profile's `os_version` or one of its point releases."""
     if expected.os_version is None:

@@ -3,8 +3,7 @@ persistence mode on every GPU — three facts, reported apart."""
 import pytest
 
 from gpuconform.checks import check
-
-FIX = "systemctl enable --now nvidia-persistenced.service  (remediation/persistenced.sh --apply)"
+from gpuconform.node.topics import persistence
 
 
 def _required(expected):
@@ -12,8 +11,7 @@ def _required(expected):
         pytest.skip("the profile does not require nvidia-persistenced (services.persistenced: any)")
 
 
-@check("node.persistenced.enabled", "nvidia-persistenced service is enabled", fix=FIX,
-       evidence=["pid1", "systemd_units"])
+@check("node.persistenced.enabled", **persistence.PERSISTENCED_ENABLED)
 def test_persistenced_enabled(node, expected):
     """systemd has the daemon's unit (services.persistenced_unit) enabled: it starts at boot."""
     _required(expected)
@@ -21,8 +19,7 @@ def test_persistenced_enabled(node, expected):
     assert unit.enabled, f"{unit.id} is {unit.unit_file_state or unit.load_state} (not enabled)"
 
 
-@check("node.persistenced.active", "nvidia-persistenced service is active", fix=FIX,
-       needs=["node.driver.modules_loaded"], evidence=["pid1", "systemd_units"])
+@check("node.persistenced.active", **persistence.PERSISTENCED_ACTIVE, needs=["node.driver.modules_loaded"])
 def test_persistenced_active(node, expected):
     """systemd reports the daemon's unit (services.persistenced_unit) active (running)."""
     _required(expected)
@@ -30,8 +27,7 @@ def test_persistenced_active(node, expected):
     assert unit.active_state == "active", f"{unit.id} is {unit.describe()}"
 
 
-@check("node.persistenced.running", "nvidia-persistenced daemon is running", fix=FIX,
-       needs=["node.driver.modules_loaded"], evidence=["processes"])
+@check("node.persistenced.running", **persistence.PERSISTENCED_RUNNING, needs=["node.driver.modules_loaded"])
 def test_persistenced_running(node, expected):
     """A process named nvidia-persistenced runs on the host."""
     _required(expected)
@@ -40,9 +36,7 @@ def test_persistenced_running(node, expected):
         "of the daemon)" if node.persistence_without_daemon else "")
 
 
-@check("node.gpu.persistence_mode", "Persistence mode is Enabled on every GPU",
-       fix="start nvidia-persistenced (preferred), or nvidia-smi -pm 1",
-       needs=["node.smi.runs"], evidence=["smi_gpus"])
+@check("node.gpu.persistence_mode", **persistence.GPU_PERSISTENCE_MODE, needs=["node.smi.runs"])
 def test_persistence_mode_enabled(node, expected):
     """nvidia-smi persistence_mode reads Enabled for every GPU."""
     _required(expected)

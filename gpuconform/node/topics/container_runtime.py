@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from gpuconform.errors import CannotTell
-from gpuconform.node.topic import Base, Companion, Step
+from gpuconform.node.topic import Base, CheckText, Companion, Step
 from gpuconform.parsers import containerd, host
 
 CONTAINERD_FILES = "/etc/containerd/config.toml /etc/containerd/conf.d/*.toml"
@@ -82,4 +82,60 @@ _NVIDIA_RUNTIME = Companion("containerd-nvidia-runtime.sh", lambda facts, expect
 COMPANIONS = {
     "node.containerd.nvidia_runtime": _NVIDIA_RUNTIME,
     "node.containerd.nvidia_default": _NVIDIA_RUNTIME,
+}
+
+
+# -- the checks' words (their checks: tests/node/test_container_runtime.py)
+CONFIGURE = ("nvidia-ctk runtime configure --runtime=containerd --set-as-default && "
+             "systemctl restart containerd  (remediation/containerd-nvidia-runtime.sh --apply)")
+
+TOOLKIT_NVIDIA_CTK: CheckText = {
+    "title": "NVIDIA Container Toolkit (nvidia-ctk) is installed",
+    "fix": {"rhel": "dnf install nvidia-container-toolkit", "debian": "apt-get install nvidia-container-toolkit",
+            "default": "install nvidia-container-toolkit"},
+    "evidence": ["nvidia_ctk"],
+}
+
+TOOLKIT_RUNTIME_BINARY: CheckText = {
+    "title": "nvidia-container-runtime binary is executable",
+    "fix": "install nvidia-container-toolkit (the package ships /usr/bin/nvidia-container-runtime; the GPU "
+           "Operator's toolkit /usr/local/nvidia/toolkit/nvidia-container-runtime): the profile's "
+           "container_runtime.runtime_binary must name where it is",
+    "evidence": ["runtime_binary"],
+}
+
+CONTAINERD_INSTALLED: CheckText = {
+    "title": "containerd, the profile's container engine, is installed",
+    "fix": {"rhel": "dnf install containerd.io", "debian": "apt-get install containerd",
+            "default": "install containerd"},
+    "evidence": ["tools", "containerd_files"],
+}
+
+CONTAINERD_NVIDIA_RUNTIME: CheckText = {
+    "title": "containerd has an `nvidia` runtime using nvidia-container-runtime",
+    "fix": CONFIGURE,
+    "evidence": ["containerd_dump", "containerd_files"],
+}
+
+CONTAINERD_NVIDIA_DEFAULT: CheckText = {
+    "title": "nvidia is containerd's default runtime",
+    "fix": CONFIGURE,
+    "evidence": ["containerd_dump", "containerd_files", "cdi_specs"],
+}
+
+CONTAINERD_CDI: CheckText = {
+    "title": "containerd injects NVIDIA GPUs through CDI",
+    "fix": "enable_cdi = true in containerd's CRI config (the GPU Operator's toolkit sets it with cdi.enabled), then "
+           "systemctl restart containerd; the workload spec comes from the device plugin (device-list-strategy cdi-cri: "
+           "its pod's log says why it is missing) or `nvidia-ctk cdi generate --output=/var/run/cdi/nvidia.yaml`",
+    "evidence": ["containerd_dump", "containerd_files", "cdi_specs"],
+}
+
+CONTAINERD_CONFIG_VERSION: CheckText = {
+    "title": "containerd runs the profile's config version",
+    "fix": "the host's containerd is of another generation than the platform's: containerd 1.x runs config version 2, "
+           "2.x version 3 (`containerd config migrate` writes a file's version 3 form); install the containerd the "
+           "platform runs and write its config with `nvidia-ctk runtime configure --runtime=containerd`, or declare "
+           "this host's version (container_runtime.config_version, or a group matching this host)",
+    "evidence": ["containerd_dump", "containerd_files"],
 }

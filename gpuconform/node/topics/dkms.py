@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from gpuconform.errors import CannotTell
-from gpuconform.node.topic import Base, Companion, Step, failed
+from gpuconform.node.topic import Base, CheckText, Companion, Step, failed
 from gpuconform.parsers import dkms
 
 STEPS = (
@@ -35,4 +35,15 @@ def _install(facts, expected, param):
 
 COMPANIONS = {
     "node.dkms.nvidia_installed": Companion("dkms-install.sh", _install),
+}
+
+
+# -- the checks' words (their checks: tests/node/test_dkms.py)
+
+DKMS_NVIDIA_INSTALLED: CheckText = {
+    "title": "DKMS has the NVIDIA module installed for the running kernel",
+    "fix": "dkms install -m nvidia -v <version> -k $(uname -r)  (on failure read "
+           "/var/lib/dkms/nvidia/<version>/build/make.log; `/bin/ld: Permission denied` → "
+           "remediation/fix-ld.sh --apply, then reinstall)",
+    "evidence": ["osrelease", "dkms_version", "dkms_status"],
 }

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from gpuconform.node.topic import Base, Companion, Step
+from gpuconform.node.topic import Base, CheckText, Companion, Step
 from gpuconform.parsers import host
 
 STEPS = (
@@ -37,4 +37,21 @@ _INSTALL = Companion("fabricmanager.sh", _install)
 COMPANIONS = {
     "node.fabricmanager.version": _INSTALL,
     "node.fabricmanager.active": _INSTALL,
+}
+
+
+# -- the checks' words (their checks: tests/node/test_fabric_manager.py)
+
+FABRICMANAGER_VERSION: CheckText = {
+    "title": "Fabric manager version equals the driver version",
+    "fix": {"rhel": "dnf install nvidia-fabric-manager-<driver version>  (versions must match exactly)",
+            "debian": "apt-get install nvidia-fabricmanager-<branch>=<driver version>-1",
+            "default": "install the fabric manager package of exactly the driver's version"},
+    "evidence": ["fm_packages", "fm_version"],
+}
+
+FABRICMANAGER_ACTIVE: CheckText = {
+    "title": "nvidia-fabricmanager service is active",
+    "fix": "systemctl enable --now nvidia-fabricmanager; journalctl -u nvidia-fabricmanager",
+    "evidence": ["pid1", "systemd_units", "processes"],
 }

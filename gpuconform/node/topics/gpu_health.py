@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from gpuconform.errors import CannotTell
-from gpuconform.node.topic import Base, Step, failed, query_step
+from gpuconform.node.topic import Base, CheckText, Step, failed, query_step
 from gpuconform.parsers import dcgm, kernel, nvidia_smi
 
 STEPS = (
@@ -86,3 +86,66 @@ class Facts(Base):
         if log.source == "none":
             raise CannotTell("the kernel log is not readable here (dmesg restricted, no journal)")
         return log
+
+
+# -- the checks' words (their checks: tests/node/test_gpu_health.py, test_kernel.py)
+RMA = "drain the node, run `nvidia-smi -q -d PAGE_RETIREMENT,ROW_REMAPPER`, reset the GPU; if it persists, RMA"
+
+GPU_ECC_ENABLED: CheckText = {
+    "title": "ECC is enabled on every GPU",
+    "fix": "nvidia-smi -i <gpu> -e 1, then reset the GPU or reboot",
+    "evidence": ["smi_gpus"],
+}
+
+GPU_RETIRED_PAGES: CheckText = {
+    "title": "No retired memory pages are pending",
+    "fix": RMA,
+    "evidence": ["smi_health"],
+}
+
+GPU_ROW_REMAP: CheckText = {
+    "title": "No row-remap failure or pending row remap",
+    "fix": RMA,
+    "evidence": ["smi_health"],
+}
+
+GPU_PCIE_LINK: CheckText = {
+    "title": "Every GPU's PCIe link runs at its full width and generation",
+    "fix": "drain the node; reseat the GPU or its riser, check the slot's BIOS link settings and "
+           "`lspci -vv -s <bus id>` LnkSta against LnkCap; if the link trains down again, RMA",
+    "evidence": ["smi_pcie"],
+}
+
+GPU_CLOCK_EVENTS: CheckText = {
+    "title": "No GPU is slowed down by hardware, thermal or power-brake limits",
+    "fix": "check cooling (nvidia-smi -q -d TEMPERATURE,PERFORMANCE), the PSUs and the BMC's power "
+           "brake events; drain the node until the limiter clears",
+    "evidence": ["smi_clocks"],
+}
+
+GPU_MEMORY_ERRORS: CheckText = {
+    "title": "Memory error counters are within the profile's limits",
+    "fix": RMA,
+    "evidence": ["smi_memory_errors"],
+}
+
+GPU_NVLINK: CheckText = {
+    "title": "Every NVLink is up, its error counters within the profile's limits",
+    "fix": "drain the node; check the fabric manager (journalctl -u nvidia-fabricmanager) and "
+           "`nvidia-smi nvlink -e`; reset the GPUs; if a link stays down or keeps erring, RMA the GPU or baseboard",
+    "evidence": ["nvlink_status", "nvlink_errors"],
+}
+
+GPU_DCGM_DIAG: CheckText = {
+    "title": "DCGM diagnostics pass (opt-in: it loads the GPU)",
+    "fix": "read the failing test's info in the evidence; `dcgmi diag -r 3` for detail; drain the node and RMA "
+           "the GPU if a hardware test fails again",
+    "evidence": ["dcgm_diag"],
+}
+
+KERNEL_NO_XID: CheckText = {
+    "title": "No NVIDIA Xid error in the kernel log (since boot or the profile's window)",
+    "fix": "each Xid's class and action are in the message (gpuconform/node/xid.py); anything else: NVIDIA's "
+           "Xid catalogue. Hardware Xids: drain the node, collect nvidia-bug-report.sh, reset or replace the GPU.",
+    "evidence": ["kernel_log"],
+}

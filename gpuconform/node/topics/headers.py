@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from gpuconform.node.topic import Base, Companion, Step
+from gpuconform.node.topic import Base, CheckText, Companion, Step
 from gpuconform.parsers import kernel
 
 STEPS = (
@@ -23,4 +23,16 @@ class Facts(Base):
 COMPANIONS = {
     "node.kernel.headers": Companion("kernel-headers.sh", lambda facts, expected, param:
                                      (("KERNEL", facts.kernel_release),)),
+}
+
+
+# -- the checks' words (their checks: tests/node/test_kernel.py)
+
+KERNEL_HEADERS: CheckText = {
+    "title": "Kernel headers/devel for the RUNNING kernel are installed",
+    "fix": {"rhel": "comment out `exclude=kernel*` in /etc/dnf/dnf.conf, then "
+                    "dnf install kernel-devel-$(uname -r)  (kernel-lt-devel-$(uname -r) on RED OS)",
+            "debian": "apt-get install linux-headers-$(uname -r)",
+            "default": "install the headers package of the running kernel"},
+    "evidence": ["osrelease", "headers"],
 }

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from gpuconform.node.topic import Base, Companion, Step
+from gpuconform.node.topic import Base, CheckText, Companion, Step
 from gpuconform.parsers import kernel
 
 STEPS = (
@@ -47,4 +47,33 @@ COMPANIONS = {
     "node.kernel.cmdline_required": CMDLINE,
     "node.kernel.cmdline_forbidden": CMDLINE,
     "node.sysctl": Companion("sysctl.sh", _sysctl),
+}
+
+
+# -- the checks' words (their checks: tests/node/test_kernel.py)
+GRUB_ADD = {"rhel": "grubby --update-kernel=ALL --args='{p}' && reboot",
+            "debian": "add '{p}' to GRUB_CMDLINE_LINUX in /etc/default/grub; update-grub && reboot",
+            "default": "add '{p}' to the kernel command line of the boot loader and reboot"}
+GRUB_REMOVE = {"rhel": "grubby --update-kernel=ALL --remove-args='{p}' && reboot",
+               "debian": "remove '{p}' from GRUB_CMDLINE_LINUX in /etc/default/grub; update-grub && reboot",
+               "default": "remove '{p}' from the kernel command line and reboot"}
+
+KERNEL_CMDLINE_REQUIRED: CheckText = {
+    "title": "Kernel command line carries the required parameter",
+    "fix": {k: v.format(p="<parameter>") + "   (remediation/kernel-cmdline.sh --apply)"
+            for k, v in GRUB_ADD.items()},
+    "evidence": ["cmdline"],
+}
+
+KERNEL_CMDLINE_FORBIDDEN: CheckText = {
+    "title": "Kernel command line lacks the forbidden parameter",
+    "fix": {k: v.format(p="<parameter>") for k, v in GRUB_REMOVE.items()},
+    "evidence": ["cmdline"],
+}
+
+SYSCTL: CheckText = {
+    "title": "Kernel tunable is within the profile's bounds",
+    "fix": "sysctl -w <key>=<value> and persist it in /etc/sysctl.d/99-gpuconform.conf "
+           "(remediation/sysctl.sh --apply; for net.core.bpf_jit_harden use 1)",
+    "evidence": ["sysctl"],
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from gpuconform.node.topic import Base, Companion, Step
+from gpuconform.node.topic import Base, CheckText, Companion, Step
 from gpuconform.parsers import host
 
 STEPS = (
@@ -26,4 +26,15 @@ class Facts(Base):
 
 COMPANIONS = {
     "node.toolchain.ld_runs": Companion("fix-ld.sh"),
+}
+
+
+# -- the checks' words (their checks: tests/node/test_dkms.py)
+
+TOOLCHAIN_LD_RUNS: CheckText = {
+    "title": "The linker runs (DKMS needs it to build the driver)",
+    "fix": {"rhel": "remediation/fix-ld.sh --apply  (ln -sf ld.bfd /usr/bin/ld; or dnf reinstall binutils)",
+            "debian": "apt-get install --reinstall binutils",
+            "default": "reinstall binutils so that /usr/bin/ld is an executable linker"},
+    "evidence": ["ld"],
 }

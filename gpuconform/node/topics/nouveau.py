@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from gpuconform.errors import CannotTell
-from gpuconform.node.topic import Base, Companion, Step
+from gpuconform.node.topic import Base, CheckText, Companion, Step
 from gpuconform.parsers import kernel
 
 MODPROBE_DIRS = "/etc/modprobe.d /run/modprobe.d /usr/local/lib/modprobe.d /usr/lib/modprobe.d /lib/modprobe.d"
@@ -42,4 +42,30 @@ COMPANIONS = {
     "node.nouveau.not_loaded": _BLACKLIST,
     "node.nouveau.blacklisted": _BLACKLIST,
     "node.nouveau.not_in_initramfs": _BLACKLIST,
+}
+
+
+# -- the checks' words (their checks: tests/node/test_nouveau.py)
+REBUILD_INITRAMFS = {"rhel": "dracut --force && reboot",
+                     "debian": "update-initramfs -u && reboot",
+                     "default": "rebuild the initramfs (dracut --force / update-initramfs -u) and reboot"}
+BLACKLIST_FILE = "/etc/modprobe.d/blacklist-nouveau.conf"
+
+NOUVEAU_NOT_LOADED: CheckText = {
+    "title": "nouveau kernel module is not loaded",
+    "fix": {k: f"remediation/blacklist-nouveau.sh --apply; {v}" for k, v in REBUILD_INITRAMFS.items()},
+    "evidence": ["proc_modules"],
+}
+
+NOUVEAU_BLACKLISTED: CheckText = {
+    "title": "nouveau is blacklisted in modprobe.d",
+    "fix": f"remediation/blacklist-nouveau.sh --apply  (writes {BLACKLIST_FILE}: blacklist nouveau, "
+           "blacklist lbm-nouveau, options nouveau modeset=0, alias nouveau off, alias lbm-nouveau off)",
+    "evidence": ["modprobe_d"],
+}
+
+NOUVEAU_NOT_IN_INITRAMFS: CheckText = {
+    "title": "initramfs of the running kernel carries no nouveau",
+    "fix": REBUILD_INITRAMFS,
+    "evidence": ["initramfs"],
 }

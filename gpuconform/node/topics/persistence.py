@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from gpuconform.errors import CannotTell
-from gpuconform.node.topic import Base, Companion
+from gpuconform.node.topic import Base, CheckText, Companion
 
 STEPS = ()  # reads the system topic's units and processes, and the driver topic's GPUs
 TOOLS: tuple[str, ...] = ()
@@ -41,4 +41,32 @@ COMPANIONS = {
     "node.persistenced.active": _DAEMON,
     "node.persistenced.running": _DAEMON,
     "node.gpu.persistence_mode": Companion("persistenced.sh", _mode),
+}
+
+
+# -- the checks' words (their checks: tests/node/test_persistence.py)
+FIX = "systemctl enable --now nvidia-persistenced.service  (remediation/persistenced.sh --apply)"
+
+PERSISTENCED_ENABLED: CheckText = {
+    "title": "nvidia-persistenced service is enabled",
+    "fix": FIX,
+    "evidence": ["pid1", "systemd_units"],
+}
+
+PERSISTENCED_ACTIVE: CheckText = {
+    "title": "nvidia-persistenced service is active",
+    "fix": FIX,
+    "evidence": ["pid1", "systemd_units"],
+}
+
+PERSISTENCED_RUNNING: CheckText = {
+    "title": "nvidia-persistenced daemon is running",
+    "fix": FIX,
+    "evidence": ["processes"],
+}
+
+GPU_PERSISTENCE_MODE: CheckText = {
+    "title": "Persistence mode is Enabled on every GPU",
+    "fix": "start nvidia-persistenced (preferred), or nvidia-smi -pm 1",
+    "evidence": ["smi_gpus"],
 }

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from gpuconform.node.topic import Base, Step
+from gpuconform.node.topic import Base, CheckText, Step
 from gpuconform.node.topics.kernel import CMDLINE
 from gpuconform.parsers import dkms, kernel, kmod
 
@@ -54,4 +54,38 @@ class Facts(Base):
 
 COMPANIONS = {
     "node.signing.lockdown": CMDLINE,  # lockdown= on the kernel command line
+}
+
+
+# -- the checks' words (their checks: tests/node/test_signing.py)
+CMDLINE_FIX = {"rhel": "grubby --update-kernel=ALL --args='module.sig_enforce=0' --remove-args='lockdown'; "
+                       "grub2-mkconfig -o /boot/grub2/grub.cfg; reboot  (remediation/kernel-cmdline.sh --apply)",
+               "debian": "add module.sig_enforce=0 to GRUB_CMDLINE_LINUX, remove lockdown=; update-grub; reboot",
+               "default": "boot with module.sig_enforce=0 and without lockdown=, or sign the module with an "
+                          "enrolled MOK key"}
+
+SIGNING_ENFORCEMENT: CheckText = {
+    "title": "Module signature enforcement is as the profile requires",
+    "fix": CMDLINE_FIX,
+    "evidence": ["sig_enforce", "cmdline"],
+}
+
+SIGNING_LOCKDOWN: CheckText = {
+    "title": "Kernel lockdown mode is one the profile allows",
+    "fix": CMDLINE_FIX,
+    "evidence": ["lockdown", "cmdline"],
+}
+
+SIGNING_DRIVER_LOADS: CheckText = {
+    "title": "The NVIDIA driver loads under the signature policy",
+    "fix": CMDLINE_FIX,
+    "evidence": ["sig_enforce", "lockdown", "proc_modules", "modinfo_nvidia"],
+}
+
+SIGNING_DKMS_REBUILD_SIGNED: CheckText = {
+    "title": "A DKMS rebuild for the next kernel will load too",
+    "fix": "Either boot with module.sig_enforce=0 (the article's choice), or give DKMS a signing key: "
+           "set mok_signing_key/mok_certificate in /etc/dkms/framework.conf and enroll the certificate "
+           "with `mokutil --import` (then reboot to confirm enrollment).",
+    "evidence": ["sig_enforce", "lockdown", "dkms_sign", "mok_enrolled"],
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from gpuconform.errors import CannotTell
-from gpuconform.node.topic import Base, Step
+from gpuconform.node.topic import Base, CheckText, Step
 from gpuconform.parsers import host, kernel, kmod, systemd
 
 UNIT_PROPERTIES = "Id,LoadState,ActiveState,SubState,UnitFileState"
@@ -77,3 +77,27 @@ class Facts(Base):
 
     def process_running(self, name: str) -> bool:
         return name[:15] in self.processes
+
+
+# -- the checks' words (their checks: tests/node/test_os.py, test_reachable.py)
+
+OS_FAMILY: CheckText = {
+    "title": "The host's OS family is the profile's",
+    "fix": "the host runs another distribution family than the profile declares: reinstall it, move it to "
+           "the right pool, or declare its family (node.os_family, or a group matching this host)",
+    "evidence": ["os_release"],
+}
+
+OS_VERSION: CheckText = {
+    "title": "The host's OS release is the profile's",
+    "fix": "the host runs another release than the profile declares: upgrade or reinstall it to that release, "
+           "move it to the right pool, or declare its release (node.os_version, or a group matching this host)",
+    "evidence": ["os_release"],
+}
+
+REACHABLE: CheckText = {
+    "title": "Host answers the read-only probe",
+    "fix": "Check SSH access (key, user, --ssh-config) and that the host is up; "
+           "raise timeouts.probe_s in the profile for slow hosts.",
+    "evidence": (),
+}

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
-from gpuconform.node.topic import Base, Step
+from gpuconform.node.topic import Base, CheckText, Step
 from gpuconform.parsers import host
 
 STEPS = (
@@ -23,3 +23,13 @@ class Facts(Base):
     @cached_property
     def operator_validations(self) -> host.Validations:
         return host.parse_validations(self.section("validations").out)
+
+
+# -- the checks' words (their checks: tests/node/test_operator_validator.py)
+
+OPERATOR_VALIDATIONS: CheckText = {
+    "title": "The GPU Operator validator has validated the host driver, toolkit, CUDA and device plugin",
+    "fix": "kubectl -n gpu-operator logs <nvidia-operator-validator pod on this node> --all-containers: the "
+           "first init container that does not finish names the missing piece",
+    "evidence": ["validations"],
+}
