@@ -131,7 +131,7 @@ LIMITERS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw
 GPU_COLUMNS = ("index", "name", "uuid", "pci.bus_id", "pci.device_id", "driver_version",
                "persistence_mode", "mig.mode.current", "mig.mode.pending", "ecc.mode.current",
                "ecc.mode.pending", "retired_pages.pending", "remapped_rows.pending",
-               "remapped_rows.failure", "memory.total", "compute_cap", "pstate",
+               "remapped_rows.failure", "memory.total", "compute_cap", "compute_mode", "pstate",
                "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current", "pcie.link.width.max",
                "clocks_event_reasons.gpu_idle", *(f"clocks_event_reasons.{x}" for x in LIMITERS),
                "remapped_rows.uncorrectable", "ecc.errors.uncorrected.aggregate.sram",
@@ -149,7 +149,7 @@ def _gpus_tsv(s: Scenario) -> str:
             g.index, g.name, g.uuid, g.bus_id, g.device_id, s.driver_version or DRIVER,
             g.persistence_mode, g.mig_current, g.mig_pending, g.ecc, g.ecc,
             g.retired_pages_pending, g.remapped_rows_pending, g.remapped_rows_failure,
-            g.memory_mib, "9.0", "P8" if g.idle else "P0",
+            g.memory_mib, "9.0", g.compute_mode, "P8" if g.idle else "P0",
             g.pcie_gen, g.pcie_gen_max, g.pcie_width, g.pcie_width_max,
             _active(g.idle), *(_active(x in g.clock_limiters) for x in LIMITERS),
             g.remapped_rows_uncorrectable, g.sram_uncorrectable, g.sram_correctable))))

@@ -41,6 +41,7 @@ class Gpu:
     mig_current: str = "Disabled"
     mig_pending: str = "Disabled"
     ecc: str = "Enabled"
+    compute_mode: str = "Default"              # nvidia-smi -c: Default, Exclusive_Process or Prohibited
     retired_pages_pending: str = "[N/A]"       # H100 remaps rows instead of retiring pages
     remapped_rows_pending: str = "No"
     remapped_rows_failure: str = "No"
