@@ -113,11 +113,17 @@ def test_second_apply_changes_nothing(remediated, name):
         assert r["state"] == "fix failed" or "nothing to do" in r["output"], r
 
 
-def test_fix_names_the_hosts_values(remediated):
-    """The fix of a failed check carries this host's values, not placeholders."""
+def test_fix_is_the_checks_own_with_its_companion_beside(remediated):
+    """One fix text per rule (issue #26): a failed check's fix is its own, first; its companion
+    script follows on a line of its own, with this host's values, never in its place."""
+    from gpuconform.node.topics import dkms
     fails = {_key(r): r for r in remediated["plan"]["results"] if r["host"] == "dkms-added" and r["verdict"] == "fail"}
     fix = fails["node.dkms.nvidia_installed"]["remediation"]
-    assert "dkms install -m nvidia -v 580.95.05 -k 6.12.21.red80.x86_64" in fix and "dkms-install.sh" in fix, fix
+    own, companion = fix.splitlines()
+    assert own == dkms.DKMS_NVIDIA_INSTALLED["fix"], fix
+    assert companion == ("companion script: NVIDIA_VERSION=580.95.05 DKMS_MODULE=nvidia KERNEL=6.12.21.red80.x86_64 "
+                         "remediation/dkms-install.sh [--apply]  (or pytest -m node --remediate=apply "
+                         "--remediate-checks=…)"), fix
 
 
 def test_report_shows_each_outcome(remediated):
