@@ -107,6 +107,7 @@ EXPECTED: dict[str, Expect] = {
     "xid-in-log": Expect({"node.kernel.no_xid": r"Xid 79 ×1: hardware, reboot — drain and reboot.*first: .*fallen off"}),
     "pcie-link-x8": Expect({"node.gpu.pcie_link": r"GPU 3: x8 of x16"}),
     "pcie-gen3-busy": Expect({"node.gpu.pcie_link": r"GPU 2: Gen3 of Gen5 while busy"}),
+    "compute-mode-prohibited": Expect({"node.gpu.compute_mode": r"Prohibited on GPU 4: no process can create"}),
     "clocks-hw-thermal": Expect({"node.gpu.clock_events": r"GPU 5: hw_slowdown, hw_thermal_slowdown"}),
     "sram-uncorrectable": Expect({"node.gpu.memory_errors": r"GPU 1: 2 uncorrectable SRAM errors \(at most 0\)"}),
     "nvlink-down": Expect({"node.gpu.nvlink": r"GPU 4: 17 of 18 links up; GPU 4 link 0: 2 Recovery errors"}),

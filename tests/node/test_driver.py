@@ -57,3 +57,12 @@ def test_smi_driver_version(node, expected):
     """nvidia-smi's driver_version equals the profile's driver version on every GPU."""
     seen = sorted({g.driver_version or "unknown" for g in node.gpus})
     assert seen == [expected.driver.version], f"nvidia-smi reports driver {', '.join(seen)}, expected {expected.driver.version}"
+
+
+@check("node.gpu.compute_mode", **driver.GPU_COMPUTE_MODE, needs=["node.smi.runs"])
+def test_no_gpu_prohibits_compute(node, expected):
+    """No GPU's compute mode is Prohibited: no CUDA context, so no pod, could use it (Default and
+    Exclusive_Process are both a platform's choice)."""
+    prohibited = [str(i) for i, mode in sorted(node.compute_modes.items()) if mode == "Prohibited"]
+    assert not prohibited, (f"compute mode is Prohibited on GPU {', '.join(prohibited)}: no process can create "
+                            f"a CUDA context there, yet the node still offers the GPU to pods")

@@ -13,9 +13,17 @@ STEPS = (
          "ls -l /dev/nvidiactl /dev/nvidia-uvm /dev/nvidia[0-9]*"),
     query_step("smi_gpus", nvidia_smi.GPU_FIELDS),
     Step("smi_list", "$T nvidia-smi -L", "nvidia-smi -L"),
+    query_step("smi_compute_mode", ("index", "compute_mode")),
 )
 TOOLS = ("nvidia-smi",)
 COMPANIONS: dict = {}
+
+
+def _compute_modes(text: str) -> dict[int, str | None]:
+    rows = nvidia_smi.parse_query(text, ("index", "compute_mode"))
+    if any(not (r["index"] or "").isdigit() for r in rows):
+        raise ValueError("a GPU index is not a number")
+    return {int(r["index"]): r["compute_mode"] for r in rows}
 
 
 class Facts(Base):
@@ -38,6 +46,16 @@ class Facts(Base):
         if not rows:  # no data is not "no GPU is wrong"
             raise CannotTell(f"nvidia-smi exited {self.smi.rc} but listed no GPU")
         return rows
+
+    @cached_property
+    def compute_modes(self) -> dict[int, str]:
+        """Each GPU's compute mode (``nvidia-smi -c``): Default, Exclusive_Process or Prohibited."""
+        what = "nvidia-smi compute mode query"
+        modes = self._query(self.section("smi_compute_mode"), what, _compute_modes)
+        missing = sorted({g.index for g in self.gpus} - {i for i, m in modes.items() if m is not None})
+        if missing:
+            raise CannotTell(f"{what} gave no compute mode for GPU {', '.join(map(str, missing))}")
+        return modes
 
     @cached_property
     def gpu_list(self) -> list[nvidia_smi.ListedGpu]:
@@ -92,4 +110,15 @@ SMI_DRIVER_VERSION: CheckText = {
     "title": "nvidia-smi reports the profile's driver version",
     "fix": "user-space and kernel driver must be one version: reinstall the driver packages and reboot",
     "evidence": ["smi_gpus"],
+}
+
+# nvidia-smi --help-query-gpu, compute_mode: "'Prohibited' means no contexts are allowed per device
+# (no compute apps)"; nvidia-smi(1) -c/--compute-mode sets it (0/DEFAULT, 2/PROHIBITED,
+# 3/EXCLUSIVE_PROCESS) and it lasts until the driver reloads. Prohibited is how a GPU is taken out
+# of service by hand; left so, the node still advertises the GPU and every pod on it fails.
+GPU_COMPUTE_MODE: CheckText = {
+    "title": "No GPU is in compute mode Prohibited",
+    "fix": "nvidia-smi -i <gpu> -c DEFAULT  (find what set Prohibited first: a drain left in place, a health "
+           "checker that took the GPU out; if the GPU was taken out for a fault, drain the node instead)",
+    "evidence": ["smi_compute_mode"],
 }

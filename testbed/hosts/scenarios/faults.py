@@ -254,6 +254,12 @@ def _pcie_gen3_busy(s: Scenario) -> None:
     s.gpus[2].idle, s.gpus[2].pcie_gen = False, 3
 
 
+@fault("compute-mode-prohibited", "GPU 4 was taken out of service with nvidia-smi -i 4 -c PROHIBITED "
+                                  "and never given back")
+def _compute_mode_prohibited(s: Scenario) -> None:
+    s.gpus[4].compute_mode = "Prohibited"
+
+
 @fault("clocks-hw-thermal", "GPU 5 overheats: HW slowdown and HW thermal slowdown engaged")
 def _clocks_hw_thermal(s: Scenario) -> None:
     s.gpus[5].clock_limiters = ("hw_slowdown", "hw_thermal_slowdown")
