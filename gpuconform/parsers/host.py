@@ -1,6 +1,7 @@
 """Plain listings the probe makes of the host: tools on PATH (``name=path``), processes
 (``pid comm``), device nodes (``ls -l``), a binary's state (``ls -lL`` + ``<path>: executable``),
-the linker (``ld``), installed packages (``name version``)."""
+installed packages (``name version``), a tool's version. A listing only one step makes (the
+linker's, the GPU Operator validator's) is read in that step's topic (gpuconform/node/topics/)."""
 from __future__ import annotations
 
 import dataclasses
@@ -47,31 +48,6 @@ def parse_binaries(text: str) -> dict[str, Binary]:
     return out
 
 
-@dataclasses.dataclass(frozen=True)
-class Linker:
-    """``ld`` as DKMS will call it: where, whether it has the run bit, whether ``--version`` ran."""
-    path: str | None
-    real: str | None
-    executable: bool
-    version: str | None
-    runs: bool
-    error: str
-
-
-def parse_linker(out: str, err: str, ok: bool) -> Linker:
-    """The probe's ld step: ``path=``, ``real=``, ``executable=yes|no``, then ``ld --version``'s first line."""
-    info: dict[str, str] = {}
-    version = None
-    for line in out.splitlines():
-        key, eq, value = line.partition("=")
-        if eq and key in ("path", "real", "executable"):
-            info[key] = value
-        elif line.startswith("GNU") or " ld " in f" {line} ":
-            version = line
-    return Linker(info.get("path") or None, info.get("real") or None, info.get("executable") == "yes",
-                  version, ok and version is not None, err.strip())
-
-
 #: dpkg's package states by the second letter of ``${db:Status-Abbrev}`` (dpkg-query(1), field
 #: db:Status-Abbrev; dpkg(1), "PACKAGE STATES"). A package removed but not purged is ``config-files``
 #: (``rc``) and keeps its old version; one dpkg merely knows of is ``not-installed`` (``un``).
@@ -109,26 +85,6 @@ def parse_packages(text: str) -> tuple[Package, ...]:
             state = DPKG_STATES.get(abbrev[1:2], f"unknown state {abbrev}")
             packages.append(Package(fields[2], fields[3] if len(fields) > 3 else "", state))
     return tuple(packages)
-
-
-@dataclasses.dataclass(frozen=True)
-class Validations:
-    """The GPU Operator validator's status files present, and what driver-ready says."""
-    ready: frozenset[str]
-    driver: dict[str, str]
-
-
-def parse_validations(text: str) -> Validations:
-    """The probe's ``ready <file>`` and ``driver <KEY>=<value>`` lines."""
-    ready, driver = set(), {}
-    for line in text.splitlines():
-        kind, _, rest = line.partition(" ")
-        if kind == "ready" and rest:
-            ready.add(rest.strip())
-        elif kind == "driver" and "=" in rest:
-            key, _, value = rest.partition("=")
-            driver[key] = value.strip()
-    return Validations(frozenset(ready), driver)
 
 
 def parse_tool_version(text: str) -> str | None:

@@ -5,7 +5,8 @@ gpu-operator validator/main.go writes them."""
 import pytest
 
 from gpuconform.node import xid
-from gpuconform.parsers import host, kernel, nvidia_smi
+from gpuconform.node.topics import validator
+from gpuconform.parsers import kernel, nvidia_smi
 
 
 def test_h200_pcie_clocks_and_memory_errors():
@@ -43,8 +44,8 @@ def test_xid_window_and_classes():
 
 
 def test_validator_files_cannot_pass_for_each_other():
-    v = host.parse_validations("ready driver-ready\nready toolkit-ready\ndriver IS_HOST_DRIVER=true\n"
-                               "driver NVIDIA_DRIVER_ROOT=/\n")
+    v = validator.parse_validations("ready driver-ready\nready toolkit-ready\ndriver IS_HOST_DRIVER=true\n"
+                                    "driver NVIDIA_DRIVER_ROOT=/\n")
     assert v.ready == {"driver-ready", "toolkit-ready"} and v.driver == {"IS_HOST_DRIVER": "true", "NVIDIA_DRIVER_ROOT": "/"}
 
 

@@ -2,10 +2,10 @@
 fails every build with ``/bin/ld: Permission denied``)."""
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 
 from gpuconform.node.topic import Base, CheckText, Companion, Step
-from gpuconform.parsers import host
 
 STEPS = (
     # bash's `command -v` skips a file without the run bit, so look at /usr/bin/ld as well
@@ -17,11 +17,36 @@ STEPS = (
 TOOLS = ("ld",)
 
 
+@dataclasses.dataclass(frozen=True)
+class Linker:
+    """``ld`` as DKMS will call it: where, whether it has the run bit, whether ``--version`` ran."""
+    path: str | None
+    real: str | None
+    executable: bool
+    version: str | None
+    runs: bool
+    error: str
+
+
+def parse_linker(out: str, err: str, ok: bool) -> Linker:
+    """The ld step's lines (its own format, so read here): ``path=``, ``real=``, ``executable=yes|no``, then ``ld --version``'s first line."""
+    info: dict[str, str] = {}
+    version = None
+    for line in out.splitlines():
+        key, eq, value = line.partition("=")
+        if eq and key in ("path", "real", "executable"):
+            info[key] = value
+        elif line.startswith("GNU") or " ld " in f" {line} ":
+            version = line
+    return Linker(info.get("path") or None, info.get("real") or None, info.get("executable") == "yes",
+                  version, ok and version is not None, err.strip())
+
+
 class Facts(Base):
     @cached_property
-    def ld(self) -> host.Linker:
+    def ld(self) -> Linker:
         sec = self.section("ld")
-        return host.parse_linker(sec.out, sec.err, sec.ok)
+        return parse_linker(sec.out, sec.err, sec.ok)
 
 
 COMPANIONS = {

@@ -1,10 +1,10 @@
 """The GPU Operator's validator: its status files on the host."""
 from __future__ import annotations
 
+import dataclasses
 from functools import cached_property
 
 from gpuconform.node.topic import Base, CheckText, Step
-from gpuconform.parsers import host
 
 STEPS = (
     # the GPU Operator validator's status files (gpu-operator validator/main.go: /run/nvidia/
@@ -19,10 +19,30 @@ TOOLS: tuple[str, ...] = ()
 COMPANIONS: dict = {}
 
 
+@dataclasses.dataclass(frozen=True)
+class Validations:
+    """The GPU Operator validator's status files present, and what driver-ready says."""
+    ready: frozenset[str]
+    driver: dict[str, str]
+
+
+def parse_validations(text: str) -> Validations:
+    """The validations step's ``ready <file>`` and ``driver <KEY>=<value>`` lines."""
+    ready, driver = set(), {}
+    for line in text.splitlines():
+        kind, _, rest = line.partition(" ")
+        if kind == "ready" and rest:
+            ready.add(rest.strip())
+        elif kind == "driver" and "=" in rest:
+            key, _, value = rest.partition("=")
+            driver[key] = value.strip()
+    return Validations(frozenset(ready), driver)
+
+
 class Facts(Base):
     @cached_property
-    def operator_validations(self) -> host.Validations:
-        return host.parse_validations(self.section("validations").out)
+    def operator_validations(self) -> Validations:
+        return parse_validations(self.section("validations").out)
 
 
 # -- the checks' words (their checks: tests/node/test_operator_validator.py)
