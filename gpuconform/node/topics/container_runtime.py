@@ -87,7 +87,7 @@ COMPANIONS = {
 
 # -- the checks' words (their checks: tests/node/test_container_runtime.py)
 CONFIGURE = ("nvidia-ctk runtime configure --runtime=containerd --set-as-default && "
-             "systemctl restart containerd  (remediation/containerd-nvidia-runtime.sh --apply)")
+             "systemctl restart containerd")
 
 TOOLKIT_NVIDIA_CTK: CheckText = {
     "title": "NVIDIA Container Toolkit (nvidia-ctk) is installed",

@@ -60,8 +60,7 @@ GRUB_REMOVE = {"rhel": "grubby --update-kernel=ALL --remove-args='{p}' && reboot
 
 KERNEL_CMDLINE_REQUIRED: CheckText = {
     "title": "Kernel command line carries the required parameter",
-    "fix": {k: v.format(p="<parameter>") + "   (remediation/kernel-cmdline.sh --apply)"
-            for k, v in GRUB_ADD.items()},
+    "fix": {k: v.format(p="<parameter>") for k, v in GRUB_ADD.items()},
     "evidence": ["cmdline"],
 }
 
@@ -74,6 +73,6 @@ KERNEL_CMDLINE_FORBIDDEN: CheckText = {
 SYSCTL: CheckText = {
     "title": "Kernel tunable is within the profile's bounds",
     "fix": "sysctl -w <key>=<value> and persist it in /etc/sysctl.d/99-gpuconform.conf "
-           "(remediation/sysctl.sh --apply; for net.core.bpf_jit_harden use 1)",
+           "(for net.core.bpf_jit_harden use 1)",
     "evidence": ["sysctl"],
 }

@@ -58,7 +58,7 @@ COMPANIONS = {
 
 TOOLCHAIN_LD_RUNS: CheckText = {
     "title": "The linker runs (DKMS needs it to build the driver)",
-    "fix": {"rhel": "remediation/fix-ld.sh --apply  (ln -sf ld.bfd /usr/bin/ld; or dnf reinstall binutils)",
+    "fix": {"rhel": "ln -sf ld.bfd /usr/bin/ld  (or dnf reinstall binutils)",
             "debian": "apt-get install --reinstall binutils",
             "default": "reinstall binutils so that /usr/bin/ld is an executable linker"},
     "evidence": ["ld"],

@@ -53,14 +53,14 @@ BLACKLIST_FILE = "/etc/modprobe.d/blacklist-nouveau.conf"
 
 NOUVEAU_NOT_LOADED: CheckText = {
     "title": "nouveau kernel module is not loaded",
-    "fix": {k: f"remediation/blacklist-nouveau.sh --apply; {v}" for k, v in REBUILD_INITRAMFS.items()},
+    "fix": {k: f"blacklist nouveau (node.nouveau.blacklisted), then {v}" for k, v in REBUILD_INITRAMFS.items()},
     "evidence": ["proc_modules"],
 }
 
 NOUVEAU_BLACKLISTED: CheckText = {
     "title": "nouveau is blacklisted in modprobe.d",
-    "fix": f"remediation/blacklist-nouveau.sh --apply  (writes {BLACKLIST_FILE}: blacklist nouveau, "
-           "blacklist lbm-nouveau, options nouveau modeset=0, alias nouveau off, alias lbm-nouveau off)",
+    "fix": f"write {BLACKLIST_FILE}: blacklist nouveau, blacklist lbm-nouveau, options nouveau modeset=0, "
+           "alias nouveau off, alias lbm-nouveau off",
     "evidence": ["modprobe_d"],
 }
 

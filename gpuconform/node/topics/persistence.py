@@ -45,7 +45,7 @@ COMPANIONS = {
 
 
 # -- the checks' words (their checks: tests/node/test_persistence.py)
-FIX = "systemctl enable --now nvidia-persistenced.service  (remediation/persistenced.sh --apply)"
+FIX = "systemctl enable --now nvidia-persistenced.service"
 
 PERSISTENCED_ENABLED: CheckText = {
     "title": "nvidia-persistenced service is enabled",
