@@ -55,8 +55,8 @@ def _spread_in_checks() -> list[str]:
 
 def test_every_checks_words_are_used_by_one_check_and_name_real_steps():
     texts, used = _texts(), _spread_in_checks()
-    assert sorted(used) == sorted(texts), (f"unused: {sorted(set(texts) - set(used))}; "
-                                           f"unknown or twice: {sorted(u for u in used if used.count(u) > 1 or u not in texts)}")
+    wrong = sorted(u for u in used if used.count(u) > 1 or u not in texts)
+    assert sorted(used) == sorted(texts), f"unused: {sorted(set(texts) - set(used))}; unknown or twice: {wrong}"
     for name, text in texts.items():
         assert text["title"] and text["fix"], name
         unknown = [e for e in text["evidence"] if e not in probe.BY_NAME]

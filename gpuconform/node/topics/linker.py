@@ -29,7 +29,8 @@ class Linker:
 
 
 def parse_linker(out: str, err: str, ok: bool) -> Linker:
-    """The ld step's lines (its own format, so read here): ``path=``, ``real=``, ``executable=yes|no``, then ``ld --version``'s first line."""
+    """The ld step's lines (a format only that step makes, so read here): ``path=``, ``real=``,
+    ``executable=yes|no``, then ``ld --version``'s first line."""
     info: dict[str, str] = {}
     version = None
     for line in out.splitlines():
