@@ -2,21 +2,28 @@
 
 These models are the JSON results file (``reports/<name>.json``); ``SCHEMA.md`` documents them
 and ``results.schema.json`` is generated from them (``python -m gpuconform.report.model``).
-Records travel between processes (xdist) as plain dicts: ``Record(...).model_dump()``.
+Records travel between processes (xdist) as plain dicts: ``Record(...).model_dump()``; the run's
+document in memory (``Document``) holds them whole, and the file (``Results``, v4) stores what
+every result of a check shares once, in ``checks`` (``compact``). ``expand`` turns a file of any
+readable schema back into the ``Document`` form, which every reader of a results file goes through.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuconform.layers import CHECK_LAYERS
 
-SCHEMA_ID = "gpuconform/results/v3"
-#: schemas a --baseline file may carry (v3 added drift, fabric manager and cluster GPU nodes)
-BASELINE_SCHEMAS = ("gpuconform/results/v2", SCHEMA_ID)
+SCHEMA_ID = "gpuconform/results/v4"
+#: schemas a --baseline file may carry (v3 added drift, fabric manager and cluster GPU nodes; v4 stores
+#: each check's title, rule and layer once, in ``checks``, and a result's defaults not at all)
+BASELINE_SCHEMAS = ("gpuconform/results/v2", "gpuconform/results/v3", SCHEMA_ID)
+#: the schemas whose results are whole records (``Record``)
+WHOLE_RECORD_SCHEMAS = BASELINE_SCHEMAS[:2]
 #: Every verdict a check result can carry, in the order the report shows them.
 VERDICTS = ("pass", "fail", "error", "skip", "blocked", "waived")
 Verdict = Literal["pass", "fail", "error", "skip", "blocked", "waived"]
@@ -39,8 +46,14 @@ class WaiverRef(_Model):
         ..., description="'valid': the failure is reported WAIVED; 'expired': it stays a failure")
 
 
+def anchor(nodeid: str) -> str:
+    """A stable HTML id for a result (node ids hold characters ids and URLs dislike)."""
+    return "r-" + hashlib.sha1(nodeid.encode()).hexdigest()[:12]
+
+
 class Record(_Model):
-    """One check result: one check on one host (or cluster) with one parameter."""
+    """One check result: one check on one host (or cluster) with one parameter, whole (in memory,
+    between processes, and in a v2/v3 results file)."""
     check_id: str = Field(..., description="stable check id, e.g. node.driver.version")
     param: Optional[str] = Field(None, description="the item the check was parametrized with")
     title: str
@@ -188,20 +201,126 @@ class Drift(_Model):
     failing: list[str] = Field([], description="kinds named by --fail-on-drift that drifted (REJECTED)")
 
 
-class Results(_Model):
-    """The JSON results file."""
-    schema_: str = Field(SCHEMA_ID, alias="schema")
+class Check(_Model):
+    """What every result of one check shares, stored once in the results file (``checks``)."""
+    title: str
+    rule: str = Field("", description="the rule, from the check's docstring")
+    layer: Optional[str] = Field(None, description="node, cluster or kubeflow")
+    test: str = Field(..., description="pytest node id of the check's test without its parameters: a result's "
+                                       "nodeid that starts with '[' continues it")
+
+
+class Result(_Model):
+    """One check result in the file: one check on one host (or cluster) with one parameter. Its
+    check's title, rule and layer are in ``checks[check_id]``; a field left out has its default."""
+    check_id: str = Field(..., description="stable check id, e.g. node.driver.version; the key in checks")
+    param: Optional[str] = Field(..., description="the item the check was parametrized with")
+    host: Optional[str] = Field(..., description="host or node the result is about")
+    verdict: Verdict
+    message: str = Field(..., description="expected vs actual on failure; the reason on skip/error")
+    evidence: str = Field(..., description="commands/API calls made and what they printed, trimmed, redacted")
+    nodeid: str = Field(..., description="pytest node id of the test; one starting with '[' continues the "
+                                         "check's test (checks[check_id].test)")
+    duration: float = Field(..., description="seconds the test call took")
+    remediation: Optional[str] = Field(None, description="what to run to fix a failure")
+    blocked_by: Optional[str] = Field(None, description="the lower check whose failure blocked this one")
+    retries: int = Field(0, description="attempts beyond the first before the final verdict (0: clean)")
+    waiver: Optional[WaiverRef] = None
+    title: Optional[str] = Field(None, description="only where it differs from its check's")
+    rule: Optional[str] = Field(None, description="only where it differs from its check's")
+    layer: Optional[str] = Field(None, description="only where it differs from its check's")
+    anchor: Optional[str] = Field(None, description="HTML anchor of this result's row in the report, only where it is "
+                                                    "not the one derived from its nodeid (model.anchor)")
+
+
+class _Run(_Model):
     verdict: Overall
     fingerprint: Fingerprint
     counts: dict[str, int] = Field(..., description="verdict → number of results, all layers")
     layers: dict[str, dict[str, int]] = Field(..., description="layer → verdict → number of results")
     waivers: list[WaiverStatus] = []
-    results: list[Record]
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Results(_Run):
+    """The JSON results file (v4)."""
+    schema_: Literal["gpuconform/results/v4"] = Field(SCHEMA_ID, alias="schema")
+    checks: dict[str, Check] = Field(..., description="check id → what all its results share")
+    results: list[Result]
     remediation: list[RemediationResult] = Field(
         [], description="--remediate: each failed check with a companion script, per host (empty otherwise)")
     drift: Optional[Drift] = Field(None, description="changes since --baseline (None without it)")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    @model_validator(mode="after")
+    def _checks_known(self):
+        unknown = next((r.check_id for r in self.results if r.check_id not in self.checks), None)
+        if unknown is not None:
+            raise ValueError(f"result of check {unknown!r} not in checks")
+        return self
+
+
+class Document(_Run):
+    """A run's results with whole records: the run's document in memory, a v2/v3 file, or any
+    readable file after ``expand``."""
+    schema_: Literal["gpuconform/results/v2", "gpuconform/results/v3", "gpuconform/results/v4"] = Field(
+        SCHEMA_ID, alias="schema")
+    results: list[Record]
+    remediation: list[RemediationResult] = []
+    drift: Optional[Drift] = None
+
+
+#: result fields that ``compact`` leaves out at these values
+_DEFAULTS = {"remediation": None, "blocked_by": None, "retries": 0, "waiver": None}
+_SHARED = ("title", "rule", "layer")
+
+
+def compact(doc: dict) -> dict:
+    """The v4 file of a ``Document`` dict: each check's title, rule, layer and test once in
+    ``checks``; each result without them and without fields at their defaults. Lossless:
+    ``expand(compact(doc))`` is ``doc``."""
+    checks: dict[str, dict] = {}
+    results = []
+    for r in doc["results"]:
+        base = r["nodeid"].split("[", 1)[0]
+        check = checks.setdefault(r["check_id"], {**{k: r[k] for k in _SHARED}, "test": base})
+        item = {k: r[k] for k in ("check_id", "param", "host", "verdict", "message", "evidence")}
+        item["nodeid"] = r["nodeid"][len(base):] if base == check["test"] and base != r["nodeid"] else r["nodeid"]
+        item["duration"] = r["duration"]
+        item.update((k, r[k]) for k, default in _DEFAULTS.items() if r[k] != default)
+        item.update((k, r[k]) for k in _SHARED if r[k] != check[k])
+        if r["anchor"] != anchor(r["nodeid"]):
+            item["anchor"] = r["anchor"]
+        results.append(item)
+    head = {k: v for k, v in doc.items() if k not in ("results", "remediation", "drift")}
+    out = {**head, "schema": SCHEMA_ID, "checks": checks, "results": results,
+           "remediation": doc.get("remediation", []), "drift": doc.get("drift")}
+    Results.model_validate(out)  # the file is the documented model: a result that breaks it fails loudly here
+    return out
+
+
+def expand(doc: dict) -> dict:
+    """A results file's document (v2, v3 or a validated v4) with whole records, as ``Document``
+    describes it; v2/v3 documents are returned as they are."""
+    if doc.get("schema") != SCHEMA_ID or "checks" not in doc:
+        return doc
+    checks = doc["checks"]
+    results = []
+    for r in doc["results"]:
+        check = checks[r["check_id"]]
+        nodeid = check["test"] + r["nodeid"] if r["nodeid"].startswith("[") else r["nodeid"]
+        results.append({"check_id": r["check_id"], "param": r["param"],
+                        **{k: r.get(k, check[k]) for k in _SHARED}, "host": r["host"], "verdict": r["verdict"],
+                        "message": r["message"], "evidence": r["evidence"],
+                        "remediation": r.get("remediation"), "blocked_by": r.get("blocked_by"),
+                        "retries": r.get("retries", 0), "waiver": r.get("waiver"), "nodeid": nodeid,
+                        "anchor": r.get("anchor") or anchor(nodeid), "duration": r["duration"]})
+    return {k: v for k, v in doc.items() if k != "checks"} | {"results": results}
+
+
+def read(text: str | bytes) -> dict:
+    """A results file's text → its document with whole records (``expand``)."""
+    return expand(json.loads(text))
 
 
 def count(records: list[dict]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
