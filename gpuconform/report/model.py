@@ -212,15 +212,17 @@ class Check(_Model):
 
 class Result(_Model):
     """One check result in the file: one check on one host (or cluster) with one parameter. Its
-    check's title, rule and layer are in ``checks[check_id]``; a field left out has its default."""
+    check's title, rule and layer are in ``checks[check_id]``. A result that is not a pass has every
+    field; a pass leaves out what it shares with its check or the model's defaults (see SCHEMA.md)."""
     check_id: str = Field(..., description="stable check id, e.g. node.driver.version; the key in checks")
     param: Optional[str] = Field(..., description="the item the check was parametrized with")
-    host: Optional[str] = Field(..., description="host or node the result is about")
+    host: Optional[str] = Field(None, description="host or node the result is about; a pass leaves it out when it "
+                                                  "is its param")
     verdict: Verdict
-    message: str = Field(..., description="expected vs actual on failure; the reason on skip/error")
-    evidence: str = Field(..., description="commands/API calls made and what they printed, trimmed, redacted")
-    nodeid: str = Field(..., description="pytest node id of the test; one starting with '[' continues the "
-                                         "check's test (checks[check_id].test)")
+    message: str = Field("", description="expected vs actual on failure; the reason on skip/error")
+    evidence: str = Field("", description="commands/API calls made and what they printed, trimmed, redacted")
+    nodeid: Optional[str] = Field(None, description="pytest node id of the test; one starting with '[' continues "
+                                                    "its check's test; none: that test, with [param] when param is set")
     duration: float = Field(..., description="seconds the test call took")
     remediation: Optional[str] = Field(None, description="what to run to fix a failure")
     blocked_by: Optional[str] = Field(None, description="the lower check whose failure blocked this one")
@@ -229,8 +231,8 @@ class Result(_Model):
     title: Optional[str] = Field(None, description="only where it differs from its check's")
     rule: Optional[str] = Field(None, description="only where it differs from its check's")
     layer: Optional[str] = Field(None, description="only where it differs from its check's")
-    anchor: Optional[str] = Field(None, description="HTML anchor of this result's row in the report, only where it is "
-                                                    "not the one derived from its nodeid (model.anchor)")
+    anchor: Optional[str] = Field(None, description="HTML anchor of this result's row in the report; only where it "
+                                                    "is not the one derived from its node id (model.anchor)")
 
 
 class _Run(_Model):
@@ -270,27 +272,40 @@ class Document(_Run):
     drift: Optional[Drift] = None
 
 
-#: result fields that ``compact`` leaves out at these values
-_DEFAULTS = {"remediation": None, "blocked_by": None, "retries": 0, "waiver": None}
 _SHARED = ("title", "rule", "layer")
+#: what a pass leaves out at these values
+_PASS_DEFAULTS = {"message": "", "evidence": "", "remediation": None, "blocked_by": None, "retries": 0,
+                  "waiver": None}
+
+
+def _test_of(check: dict, param: str | None) -> str:
+    """The node id a pass leaves out: its check's test, with ``[param]`` when it has one."""
+    return check["test"] if param is None else f"{check['test']}[{param}]"
 
 
 def compact(doc: dict) -> dict:
     """The v4 file of a ``Document`` dict: each check's title, rule, layer and test once in
-    ``checks``; each result without them and without fields at their defaults. Lossless:
-    ``expand(compact(doc))`` is ``doc``."""
+    ``checks``; each result without them; a pass also without empty text, default fields, a node
+    id that is its check's test with its param, and a host that is its param. Lossless:
+    ``expand(compact(doc)) == doc``."""
     checks: dict[str, dict] = {}
     results = []
     for r in doc["results"]:
         base = r["nodeid"].split("[", 1)[0]
         check = checks.setdefault(r["check_id"], {**{k: r[k] for k in _SHARED}, "test": base})
-        item = {k: r[k] for k in ("check_id", "param", "host", "verdict", "message", "evidence")}
-        item["nodeid"] = r["nodeid"][len(base):] if base == check["test"] and base != r["nodeid"] else r["nodeid"]
-        item["duration"] = r["duration"]
-        item.update((k, r[k]) for k, default in _DEFAULTS.items() if r[k] != default)
+        item = {k: r[k] for k in ("check_id", "param", "host", "verdict", "message", "evidence", "nodeid",
+                                  "duration", "remediation", "blocked_by", "retries", "waiver")}
         item.update((k, r[k]) for k in _SHARED if r[k] != check[k])
         if r["anchor"] != anchor(r["nodeid"]):
             item["anchor"] = r["anchor"]
+        if r["verdict"] == "pass":
+            item = {k: v for k, v in item.items() if k not in _PASS_DEFAULTS or v != _PASS_DEFAULTS[k]}
+            if r["nodeid"] == _test_of(check, r["param"]):
+                del item["nodeid"]
+            if r["host"] == r["param"] is not None:  # a Kubernetes node's checks: the node is the param
+                del item["host"]
+            elif base == check["test"] and base != r["nodeid"]:
+                item["nodeid"] = r["nodeid"][len(base):]
         results.append(item)
     head = {k: v for k, v in doc.items() if k not in ("results", "remediation", "drift")}
     out = {**head, "schema": SCHEMA_ID, "checks": checks, "results": results,
@@ -308,10 +323,12 @@ def expand(doc: dict) -> dict:
     results = []
     for r in doc["results"]:
         check = checks[r["check_id"]]
-        nodeid = check["test"] + r["nodeid"] if r["nodeid"].startswith("[") else r["nodeid"]
+        nodeid = r.get("nodeid") or _test_of(check, r["param"])
+        if nodeid.startswith("["):
+            nodeid = check["test"] + nodeid
         results.append({"check_id": r["check_id"], "param": r["param"],
-                        **{k: r.get(k, check[k]) for k in _SHARED}, "host": r["host"], "verdict": r["verdict"],
-                        "message": r["message"], "evidence": r["evidence"],
+                        **{k: r.get(k, check[k]) for k in _SHARED}, "host": r.get("host", r["param"]), "verdict": r["verdict"],
+                        "message": r.get("message", ""), "evidence": r.get("evidence", ""),
                         "remediation": r.get("remediation"), "blocked_by": r.get("blocked_by"),
                         "retries": r.get("retries", 0), "waiver": r.get("waiver"), "nodeid": nodeid,
                         "anchor": r.get("anchor") or anchor(nodeid), "duration": r["duration"]})

@@ -214,6 +214,8 @@ def test_results_file_stores_each_check_once_and_reads_back_whole(tmp_path):
         add(f"tests/node/test_driver.py::test_version[ssh://gpu-{i}]", check_id="node.driver.version",
             title="Driver version", rule=rule, host=f"gpu-{i}", verdict="pass", message="",
             evidence=f"$ nvidia-smi\n580.95.0{i}", duration=0.25)
+    add("tests/node/test_driver.py::test_version[gpu-6]", check_id="node.driver.version", title="Driver version",
+        rule=rule, param="gpu-6", host="gpu-6", verdict="pass", message="", evidence="")
     add("tests/node/test_dkms.py::test_installed[ssh://gpu-4]", host="gpu-4", evidence="$ dkms status\n",
         remediation="dkms install -m nvidia", retries=2)
     add("tests/node/other.py::test_t", check_id="node.driver.version", title="Other", rule=rule, host="gpu-5",
@@ -224,10 +226,12 @@ def test_results_file_stores_each_check_once_and_reads_back_whole(tmp_path):
     assert stored["schema"] == model.SCHEMA_ID == "gpuconform/results/v4" and text.count(rule) == 1
     assert stored["checks"]["node.driver.version"] == {"title": "Driver version", "rule": rule, "layer": "node",
                                                        "test": "tests/node/test_driver.py::test_version"}
-    by_host = {r["host"]: r for r in stored["results"]}
+    by_host = {r.get("host"): r for r in stored["results"]}
     assert by_host["gpu-1"] == {"check_id": "node.driver.version", "param": None, "host": "gpu-1", "verdict": "pass",
-                                "message": "", "evidence": "$ nvidia-smi\n580.95.01", "nodeid": "[ssh://gpu-1]",
-                                "duration": 0.25}
+                                "evidence": "$ nvidia-smi\n580.95.01", "nodeid": "[ssh://gpu-1]", "duration": 0.25}
+    assert stored["results"][-1] == {"check_id": "node.driver.version", "param": "gpu-6", "verdict": "pass",
+                                     "duration": 0.0}  # its host is its param, its node id its check's test[param]
+    assert by_host["gpu-4"]["nodeid"] == "tests/node/test_dkms.py::test_installed[ssh://gpu-4]"  # a failure: whole
     assert (by_host["gpu-4"]["remediation"], by_host["gpu-4"]["retries"], by_host["gpu-4"]["message"]) == \
         ("dkms install -m nvidia", 2, "m")
     assert (by_host["gpu-5"]["title"], by_host["gpu-5"]["anchor"], by_host["gpu-5"]["nodeid"]) == \
