@@ -34,11 +34,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "selftest"), str(REPO / "selftest" / "report")]
 
 from gpuconform.checks import REGISTRY, fix_for  # noqa: E402
 from gpuconform.report import model  # noqa: E402
 from gpuconform.report.run import RunReport, dumps  # noqa: E402
+from report_harness import with_probe  # noqa: E402  (the probe's script allowed by the page's CSP)
 from testbed.hosts import rootfs, scenarios  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
@@ -79,7 +80,7 @@ def run_suite(hosts: list[Path], reports: Path) -> tuple[float, subprocess.Compl
 def load_time(page: Path) -> tuple[float, float]:
     """(loadEventEnd in ms as the page measured it, wall seconds of the chromium run)."""
     probe = page.with_name(page.stem + ".probe.html")
-    probe.write_text(page.read_text().replace("</body>", TIMING_PROBE + "</body>"))
+    probe.write_text(with_probe(page.read_text(), TIMING_PROBE))
     start = time.monotonic()
     p = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,900",
                         "--virtual-time-budget=30000", "--dump-dom", probe.as_uri()],
