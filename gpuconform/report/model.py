@@ -22,8 +22,6 @@ SCHEMA_ID = "gpuconform/results/v4"
 #: schemas a --baseline file may carry (v3 added drift, fabric manager and cluster GPU nodes; v4 stores
 #: each check's title, rule and layer once, in ``checks``, and a result's defaults not at all)
 BASELINE_SCHEMAS = ("gpuconform/results/v2", "gpuconform/results/v3", SCHEMA_ID)
-#: the schemas whose results are whole records (``Record``)
-WHOLE_RECORD_SCHEMAS = BASELINE_SCHEMAS[:2]
 #: Every verdict a check result can carry, in the order the report shows them.
 VERDICTS = ("pass", "fail", "error", "skip", "blocked", "waived")
 Verdict = Literal["pass", "fail", "error", "skip", "blocked", "waived"]
@@ -216,13 +214,14 @@ class Result(_Model):
     field; a pass leaves out what it shares with its check or the model's defaults (see SCHEMA.md)."""
     check_id: str = Field(..., description="stable check id, e.g. node.driver.version; the key in checks")
     param: Optional[str] = Field(..., description="the item the check was parametrized with")
-    host: Optional[str] = Field(None, description="host or node the result is about; a pass leaves it out when it "
-                                                  "is its param")
+    host: Optional[str] = Field(None, description="host or node the result is about; left out (by a pass only): "
+                                                  "the same as param")
     verdict: Verdict
     message: str = Field("", description="expected vs actual on failure; the reason on skip/error")
     evidence: str = Field("", description="commands/API calls made and what they printed, trimmed, redacted")
     nodeid: Optional[str] = Field(None, description="pytest node id of the test; one starting with '[' continues "
-                                                    "its check's test; none: that test, with [param] when param is set")
+                                                    "its check's test; left out (by a pass only): that test, with "
+                                                    "[param] when param is set")
     duration: float = Field(..., description="seconds the test call took")
     remediation: Optional[str] = Field(None, description="what to run to fix a failure")
     blocked_by: Optional[str] = Field(None, description="the lower check whose failure blocked this one")
