@@ -306,8 +306,8 @@ def compact(doc: dict) -> dict:
             elif base == check["test"] and base != r["nodeid"]:
                 item["nodeid"] = r["nodeid"][len(base):]
         results.append(item)
-    head = {k: v for k, v in doc.items() if k not in ("results", "remediation", "drift")}
-    out = {**head, "schema": SCHEMA_ID, "checks": checks, "results": results,
+    head = {k: v for k, v in doc.items() if k not in ("schema", "results", "remediation", "drift")}
+    out = {"schema": SCHEMA_ID, **head, "checks": checks, "results": results,
            "remediation": doc.get("remediation", []), "drift": doc.get("drift")}
     Results.model_validate(out)  # the file is the documented model: a result that breaks it fails loudly here
     return out
