@@ -2,13 +2,14 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Callable, Iterator
+
+from gpuconform.report import model as results_file
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -30,9 +31,10 @@ def start_suite(*args: str, report_dir: Path) -> subprocess.Popen:
 
 
 def json_results(report_dir: Path) -> dict | None:
-    """The JSON results a run wrote in ``report_dir`` (the newest), None if it wrote none."""
+    """The JSON results a run wrote in ``report_dir`` (the newest) with whole records
+    (``model.read``), None if it wrote none."""
     files = sorted(report_dir.glob("*.json"))
-    return json.loads(files[-1].read_text()) if files else None
+    return results_file.read(files[-1].read_text()) if files else None
 
 
 def _command(args: tuple[str, ...], report_dir: Path) -> list[str]:

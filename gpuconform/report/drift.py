@@ -16,7 +16,7 @@ import pydantic
 from gpuconform import yamlfile
 from gpuconform.redact import redact
 from gpuconform.layers import CHECK_LAYERS
-from gpuconform.report.model import BASELINE_SCHEMAS, DRIFT_KINDS, Results
+from gpuconform.report.model import BASELINE_SCHEMAS, DRIFT_KINDS, SCHEMA_ID, Document, Results, expand
 
 FAILING = ("fail", "error")
 #: a results file of thousands of hosts with every pass's evidence stays far below this
@@ -66,7 +66,10 @@ def load_baseline(path: str, force: bool = False, profile: str | None = None) ->
         raise BaselineError(f"--baseline={path}: schema {schema!r} is not a gpuconform results file "
                             f"({' or '.join(BASELINE_SCHEMAS)})")
     try:
-        Results.model_validate({**doc, "schema": BASELINE_SCHEMAS[-1]})
+        if schema == SCHEMA_ID:
+            Results.model_validate(doc)
+            doc = expand(doc)
+        Document.model_validate(doc)
     except RecursionError:
         raise BaselineError(f"--baseline={path}: nested too deeply for a results file") from None
     except pydantic.ValidationError as exc:

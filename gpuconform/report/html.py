@@ -6,9 +6,9 @@ and the page's Content-Security-Policy, added once pytest-html has written it (`
 The page grows with failures, not with hosts × checks: a clean pass of a host or node check is a
 bare letter in the matrix, not a row of the results table; its rule and evidence are one click
 away, from one gzip-compressed block of the page (each evidence text stored once), and in the
-JSON. Everything here is built from the results document (``model.Results`` as a dict), whose
-text was redacted when it entered the report; every value is HTML-escaped here (the pass panel
-fills itself with ``textContent``).
+JSON. Everything here is built from the run's document (``model.Document`` as a dict: whole
+records, not the file's compact form), whose text was redacted when it entered the report; every
+value is HTML-escaped here (the pass panel fills itself with ``textContent``).
 """
 from __future__ import annotations
 

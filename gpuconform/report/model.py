@@ -2,21 +2,26 @@
 
 These models are the JSON results file (``reports/<name>.json``); ``SCHEMA.md`` documents them
 and ``results.schema.json`` is generated from them (``python -m gpuconform.report.model``).
-Records travel between processes (xdist) as plain dicts: ``Record(...).model_dump()``.
+Records travel between processes (xdist) as plain dicts: ``Record(...).model_dump()``; the run's
+document in memory (``Document``) holds them whole, and the file (``Results``, v4) stores what
+every result of a check shares once, in ``checks`` (``compact``). ``expand`` turns a file of any
+readable schema back into the ``Document`` form, which every reader of a results file goes through.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpuconform.layers import CHECK_LAYERS
 
-SCHEMA_ID = "gpuconform/results/v3"
-#: schemas a --baseline file may carry (v3 added drift, fabric manager and cluster GPU nodes)
-BASELINE_SCHEMAS = ("gpuconform/results/v2", SCHEMA_ID)
+SCHEMA_ID = "gpuconform/results/v4"
+#: schemas a --baseline file may carry (v3 added drift, fabric manager and cluster GPU nodes; v4 stores
+#: each check's title, rule and layer once, in ``checks``, and a result's defaults not at all)
+BASELINE_SCHEMAS = ("gpuconform/results/v2", "gpuconform/results/v3", SCHEMA_ID)
 #: Every verdict a check result can carry, in the order the report shows them.
 VERDICTS = ("pass", "fail", "error", "skip", "blocked", "waived")
 Verdict = Literal["pass", "fail", "error", "skip", "blocked", "waived"]
@@ -39,8 +44,14 @@ class WaiverRef(_Model):
         ..., description="'valid': the failure is reported WAIVED; 'expired': it stays a failure")
 
 
+def anchor(nodeid: str) -> str:
+    """A stable HTML id for a result (node ids hold characters ids and URLs dislike)."""
+    return "r-" + hashlib.sha1(nodeid.encode()).hexdigest()[:12]
+
+
 class Record(_Model):
-    """One check result: one check on one host (or cluster) with one parameter."""
+    """One check result: one check on one host (or cluster) with one parameter, whole (in memory,
+    between processes, and in a v2/v3 results file)."""
     check_id: str = Field(..., description="stable check id, e.g. node.driver.version")
     param: Optional[str] = Field(None, description="the item the check was parametrized with")
     title: str
@@ -188,20 +199,144 @@ class Drift(_Model):
     failing: list[str] = Field([], description="kinds named by --fail-on-drift that drifted (REJECTED)")
 
 
-class Results(_Model):
-    """The JSON results file."""
-    schema_: str = Field(SCHEMA_ID, alias="schema")
+class Check(_Model):
+    """What every result of one check shares, stored once in the results file (``checks``)."""
+    title: str
+    rule: str = Field("", description="the rule, from the check's docstring")
+    layer: Optional[str] = Field(None, description="node, cluster or kubeflow")
+    test: str = Field(..., description="pytest node id of the check's test without its parameters: a result's "
+                                       "nodeid that starts with '[' continues it")
+
+
+class Result(_Model):
+    """One check result in the file: one check on one host (or cluster) with one parameter. Its
+    check's title, rule and layer are in ``checks[check_id]``. A result that is not a pass has every
+    field; a pass leaves out what it shares with its check or the model's defaults (see SCHEMA.md)."""
+    check_id: str = Field(..., description="stable check id, e.g. node.driver.version; the key in checks")
+    param: Optional[str] = Field(..., description="the item the check was parametrized with")
+    host: Optional[str] = Field(None, description="host or node the result is about; left out (by a pass only): "
+                                                  "the same as param")
+    verdict: Verdict
+    message: str = Field("", description="expected vs actual on failure; the reason on skip/error")
+    evidence: str = Field("", description="commands/API calls made and what they printed, trimmed, redacted")
+    nodeid: Optional[str] = Field(None, description="pytest node id of the test; one starting with '[' continues "
+                                                    "its check's test; left out (by a pass only): that test, with "
+                                                    "[param] when param is set")
+    duration: float = Field(..., description="seconds the test call took")
+    remediation: Optional[str] = Field(None, description="what to run to fix a failure")
+    blocked_by: Optional[str] = Field(None, description="the lower check whose failure blocked this one")
+    retries: int = Field(0, description="attempts beyond the first before the final verdict (0: clean)")
+    waiver: Optional[WaiverRef] = None
+    title: Optional[str] = Field(None, description="only where it differs from its check's")
+    rule: Optional[str] = Field(None, description="only where it differs from its check's")
+    layer: Optional[str] = Field(None, description="only where it differs from its check's")
+    anchor: Optional[str] = Field(None, description="HTML anchor of this result's row in the report; only where it "
+                                                    "is not the one derived from its node id (model.anchor)")
+
+
+class _Run(_Model):
     verdict: Overall
     fingerprint: Fingerprint
     counts: dict[str, int] = Field(..., description="verdict → number of results, all layers")
     layers: dict[str, dict[str, int]] = Field(..., description="layer → verdict → number of results")
     waivers: list[WaiverStatus] = []
-    results: list[Record]
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class Results(_Run):
+    """The JSON results file (v4)."""
+    schema_: Literal["gpuconform/results/v4"] = Field(SCHEMA_ID, alias="schema")
+    checks: dict[str, Check] = Field(..., description="check id → what all its results share")
+    results: list[Result]
     remediation: list[RemediationResult] = Field(
         [], description="--remediate: each failed check with a companion script, per host (empty otherwise)")
     drift: Optional[Drift] = Field(None, description="changes since --baseline (None without it)")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    @model_validator(mode="after")
+    def _checks_known(self):
+        unknown = next((r.check_id for r in self.results if r.check_id not in self.checks), None)
+        if unknown is not None:
+            raise ValueError(f"result of check {unknown!r} not in checks")
+        return self
+
+
+class Document(_Run):
+    """A run's results with whole records: the run's document in memory, a v2/v3 file, or any
+    readable file after ``expand``."""
+    schema_: Literal["gpuconform/results/v2", "gpuconform/results/v3", "gpuconform/results/v4"] = Field(
+        SCHEMA_ID, alias="schema")
+    results: list[Record]
+    remediation: list[RemediationResult] = []
+    drift: Optional[Drift] = None
+
+
+_SHARED = ("title", "rule", "layer")
+#: what a pass leaves out at these values
+_PASS_DEFAULTS = {"message": "", "evidence": "", "remediation": None, "blocked_by": None, "retries": 0,
+                  "waiver": None}
+
+
+def _test_of(check: dict, param: str | None) -> str:
+    """The node id a pass leaves out: its check's test, with ``[param]`` when it has one."""
+    return check["test"] if param is None else f"{check['test']}[{param}]"
+
+
+def compact(doc: dict) -> dict:
+    """The v4 file of a ``Document`` dict: each check's title, rule, layer and test once in
+    ``checks``; each result without them; a pass also without empty text, default fields, a node
+    id that is its check's test with its param, and a host that is its param. Lossless:
+    ``expand(compact(doc)) == doc``."""
+    checks: dict[str, dict] = {}
+    results = []
+    for r in doc["results"]:
+        base = r["nodeid"].split("[", 1)[0]
+        check = checks.setdefault(r["check_id"], {**{k: r[k] for k in _SHARED}, "test": base})
+        item = {k: r[k] for k in ("check_id", "param", "host", "verdict", "message", "evidence", "nodeid",
+                                  "duration", "remediation", "blocked_by", "retries", "waiver")}
+        item.update((k, r[k]) for k in _SHARED if r[k] != check[k])
+        if r["anchor"] != anchor(r["nodeid"]):
+            item["anchor"] = r["anchor"]
+        if r["verdict"] == "pass":
+            item = {k: v for k, v in item.items() if k not in _PASS_DEFAULTS or v != _PASS_DEFAULTS[k]}
+            if r["nodeid"] == _test_of(check, r["param"]):
+                del item["nodeid"]
+            if r["host"] == r["param"] is not None:  # a Kubernetes node's checks: the node is the param
+                del item["host"]
+            elif base == check["test"] and base != r["nodeid"]:
+                item["nodeid"] = r["nodeid"][len(base):]
+        results.append(item)
+    head = {k: v for k, v in doc.items() if k not in ("schema", "results", "remediation", "drift")}
+    out = {"schema": SCHEMA_ID, **head, "checks": checks, "results": results,
+           "remediation": doc.get("remediation", []), "drift": doc.get("drift")}
+    Results.model_validate(out)  # the file is the documented model: a result that breaks it fails loudly here
+    return out
+
+
+def expand(doc: dict) -> dict:
+    """A results file's document (v2, v3 or a validated v4) with whole records, as ``Document``
+    describes it; v2/v3 documents are returned as they are."""
+    if doc.get("schema") != SCHEMA_ID or "checks" not in doc:
+        return doc
+    checks = doc["checks"]
+    results = []
+    for r in doc["results"]:
+        check = checks[r["check_id"]]
+        nodeid = r.get("nodeid") or _test_of(check, r["param"])
+        if nodeid.startswith("["):
+            nodeid = check["test"] + nodeid
+        results.append({"check_id": r["check_id"], "param": r["param"],
+                        **{k: r.get(k, check[k]) for k in _SHARED}, "host": r.get("host", r["param"]), "verdict": r["verdict"],
+                        "message": r.get("message", ""), "evidence": r.get("evidence", ""),
+                        "remediation": r.get("remediation"), "blocked_by": r.get("blocked_by"),
+                        "retries": r.get("retries", 0), "waiver": r.get("waiver"), "nodeid": nodeid,
+                        "anchor": r.get("anchor") or anchor(nodeid), "duration": r["duration"]})
+    return {k: v for k, v in doc.items() if k != "checks"} | {"results": results}
+
+
+def read(text: str | bytes) -> dict:
+    """A results file's text → its document with whole records (``expand``)."""
+    return expand(json.loads(text))
 
 
 def count(records: list[dict]) -> tuple[dict[str, int], dict[str, dict[str, int]]]:

@@ -8,13 +8,13 @@ Also the ways a check (or a later layer's fixture) adds to its own record or to 
 """
 from __future__ import annotations
 
-import hashlib
 import re
 
 import pytest
 
 from gpuconform.errors import CannotTell
 from gpuconform.redact import redact
+from gpuconform.report.model import anchor
 
 COULD_NOT_CHECK = "could not check: "
 BLOCKED = "blocked by "
@@ -71,11 +71,6 @@ def message_of(call: pytest.CallInfo) -> str:
         text = text.split("\nassert ")[0]
         return text or "assertion failed"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def anchor(nodeid: str) -> str:
-    """A stable HTML id for a result (node ids hold characters ids and URLs dislike)."""
-    return "r-" + hashlib.sha1(nodeid.encode()).hexdigest()[:12]
 
 
 def param_of(item: pytest.Item) -> str | None:

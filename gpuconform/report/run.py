@@ -11,7 +11,7 @@ from pathlib import Path
 from gpuconform import __version__
 from gpuconform.report import drift as drift_mod, fingerprint, waivers as waivers_mod
 from gpuconform.layers import CHECK_LAYERS
-from gpuconform.report.model import Results, count, overall
+from gpuconform.report.model import SCHEMA_ID, Document, compact, count, overall
 from gpuconform.redact import redact, redact_args
 
 
@@ -70,7 +70,7 @@ class RunReport:
         if self.baseline is not None:
             path, base, sha = self.baseline
             drift = drift_mod.compare(base, {"fingerprint": f, "results": records}, path, sha, self.fail_on_drift)
-        doc = {"schema": Results.model_fields["schema_"].default,
+        doc = {"schema": SCHEMA_ID,
                "verdict": overall(records, waiver_states, ran, self.interrupted,
                                   tuple(drift["failing"]) if drift else ()).model_dump(),
                "fingerprint": f, "counts": counts, "layers": layers, "waivers": waiver_states,
@@ -78,20 +78,30 @@ class RunReport:
                "remediation": sorted(self.remediation, key=lambda r: (r["host"], r["check_id"], r["param"] or "")),
                "drift": drift}
         # validate against the documented model: a record that breaks the schema fails loudly here
-        self.doc = Results.model_validate(doc).model_dump(by_alias=True, mode="json")
+        self.doc = Document.model_validate(doc).model_dump(by_alias=True, mode="json")
         return self.doc
 
     def write_json(self, path: Path) -> str:
-        data = dumps(self.document()).encode()
+        data = dumps(compact(self.document())).encode()
         path.write_bytes(data)
         self.json_sha256 = hashlib.sha256(data).hexdigest()
         return self.json_sha256
 
 
-def dumps(doc: dict) -> str:
-    """The JSON file's text: compact, one result per line (readable with grep and diff, a third
-    smaller than indented)."""
-    head = {k: v for k, v in doc.items() if k != "results"}
-    lines = [json.dumps(r, separators=(",", ":"), ensure_ascii=False) for r in doc["results"]]
-    body = json.dumps(head, indent=1, ensure_ascii=False)[:-2]
-    return body + ',\n "results": [\n' + ",\n".join(lines) + "\n ]\n}\n"
+#: containers written one entry a line (the rest of each entry on its line, compact)
+_SPREAD = {(), ("checks",), ("results",), ("remediation",), ("waivers",), ("fingerprint",), ("fingerprint", "hosts"),
+           ("fingerprint", "cluster"), ("fingerprint", "cluster", "gpu_nodes"), ("drift",)}
+
+
+def dumps(doc: dict, path: tuple = ()) -> str:
+    """The JSON file's text (of ``compact``'s document): one check, result, host or node a line
+    (readable with grep and diff, half the size of indented JSON)."""
+    if path not in _SPREAD or not doc:
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    pad = " " * (len(path) + 1)
+    if isinstance(doc, dict):
+        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {dumps(v, (*path, k))}" for k, v in doc.items()]
+        text = "{\n" + ",\n".join(items) + "\n" + pad[:-1] + "}"
+    else:
+        text = "[\n" + ",\n".join(pad + dumps(v, (*path, "*")) for v in doc) + "\n" + pad[:-1] + "]"
+    return text + ("\n" if not path else "")

@@ -17,6 +17,7 @@ from kubernetes import client
 from cluster_harness import PROFILE
 from gpuconform.cluster.connect import connect
 from gpuconform.cluster.sweep import leftovers, sweep
+from gpuconform.report import model as results_file
 from runner import REPO
 
 WHOLE_GPU_WORKER = "gpu-worker-3"
@@ -72,8 +73,7 @@ def test_image_pull_reported_as_such(cordoned, platform, profile_with, tmp_path)
         "restartCount": 0, "state": {"waiting": {"reason": "ImagePullBackOff",
                                                  "message": 'Back-off pulling image "registry.invalid/cuda-sample:vectoradd"'}}}]}})
     out, _ = proc.communicate(timeout=120)
-    import json
-    doc = json.loads(sorted((tmp_path / "r").glob("*.json"))[-1].read_text())
+    doc = results_file.read(sorted((tmp_path / "r").glob("*.json"))[-1].read_text())
     r = by_check(doc)[("cluster.workload.vectoradd_gpu", None)]
     assert r["verdict"] == "error", (r, out[-2000:])
     assert r["message"].startswith("could not check: image registry.invalid/cuda-sample:vectoradd not pulled within 2s: "

@@ -9,7 +9,6 @@ checks are) are exit 4 and one line, never pytest's exit 5 "no tests ran".
 The wheel and the fresh virtualenv: selftest/wheel.py (offline)."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import zipfile
@@ -19,6 +18,7 @@ import pytest
 
 import wheel as wheel_mod
 from cluster_harness import PROFILE, REPO, by_check
+from gpuconform.report import model as results_file
 
 SHIPPED = ("gpuconform/manifests/cuda-vectoradd.yaml", "gpuconform/manifests/gpu-isolation-probe.yaml",
            "gpuconform/profiles/seed-h100.yaml", "gpuconform/profiles/h200-devbox.yaml",
@@ -53,7 +53,7 @@ def _report(folder: Path, proc: subprocess.CompletedProcess) -> dict:
     docs = sorted((folder / "reports").glob("*.json"))
     assert docs, f"no JSON report in {folder}/reports (exit {proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
     assert docs[-1].with_suffix(".html").is_file()
-    return json.loads(docs[-1].read_text())
+    return results_file.read(docs[-1].read_text())
 
 
 def test_the_installed_copy_is_imported(installed, tmp_path):

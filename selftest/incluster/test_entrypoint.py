@@ -26,6 +26,7 @@ import pytest
 
 import incluster_harness as h
 from gpuconform import profile as profile_mod
+from gpuconform.report import model as results_file
 from cluster_harness import BACKING, FAULTY, FAULTY_CHECK, PROFILE, backed_workers, by_check, wait_gone
 
 WHOLE_GPU_WORKER = "gpu-worker-3"  # all-disabled: the only worker offering nvidia.com/gpu
@@ -145,7 +146,7 @@ def test_the_pod_runs_the_cluster_layer_with_the_service_account(image, platform
     names = sorted(p.name for p in reports.iterdir())
     assert [n for n in names if n.endswith(".html")] and [n for n in names if n.startswith("junit-")], names
     assert KEPT in names, names  # accepted: kept as the next run's baseline
-    results = by_check(json.loads((reports / KEPT).read_text()))
+    results = by_check(results_file.read((reports / KEPT).read_text()))
     bad = {k: (r["verdict"], r["message"]) for k, r in results.items()
            if r["verdict"] != "pass" and k[0] != "cluster.kyverno.namespace_excluded"}
     assert not bad, bad
@@ -175,7 +176,7 @@ def test_the_pod_runs_node_checks_of_every_gpu_node_through_kubernetes(image, pl
     assert proc.returncode == 1, out[-4000:]
     assert "REJECTED" in out and "Traceback" not in out, out[-4000:]
     docs = sorted(Path(env["GPUCONFORM_REPORT_DIR"]).glob("*.json"))
-    doc = json.loads(docs[-1].read_text())
+    doc = results_file.read(docs[-1].read_text())
     node = {}
     for r in doc["results"]:
         if r["check_id"].startswith("node."):
@@ -239,6 +240,6 @@ def test_a_refused_token_is_the_reachable_check_failing(image, platform, install
     proc = entrypoint(image, env)
     assert proc.returncode == 1, proc.stdout[-3000:]
     docs = sorted((tmp_path / "reports").glob("*.json"))
-    result = by_check(json.loads(docs[-1].read_text()))[("cluster.api.reachable", None)]
+    result = by_check(results_file.read(docs[-1].read_text()))[("cluster.api.reachable", None)]
     assert result["verdict"] == "fail" and "refused our credentials (in-cluster service account)" in result["message"]
     assert not (tmp_path / "reports" / KEPT).exists()  # a REJECTED run is no baseline

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from gpuconform.report import model as results_file
 from harness import run_node_suite
 from testbed.hosts import rootfs, scenarios
 
@@ -63,7 +64,6 @@ def _by_host(doc_remediation: list[dict]) -> dict[str, dict[str, dict]]:
 def remediated(ssh_nodes, node_results, tmp_path_factory):
     """plan, apply, apply again over the remediable hosts, with their roots' digests in between;
     the hosts are rendered afresh afterwards for the other tests (``node_results`` ran first)."""
-    import json
     hosts = "--hosts=" + ",".join(f"{'paramiko' if n in PARAMIKO else 'ssh'}://root@{n}" for n in NAMES)
     digests = lambda: {n: rootfs.digest(ssh_nodes.root_of(n)) for n in NAMES}  # noqa: E731
     runs = {"before": digests()}
@@ -72,7 +72,7 @@ def remediated(ssh_nodes, node_results, tmp_path_factory):
                        ("again", ["--remediate=apply", "--remediate-checks=all"])):
         folder = tmp_path_factory.mktemp(f"remediate-{step}")
         proc, results = run_node_suite(hosts, f"--ssh-config={ssh_nodes.ssh_config}", *args, report_dir=folder)
-        doc = json.loads(sorted(folder.glob("*.json"))[-1].read_text())
+        doc = results_file.read(sorted(folder.glob("*.json"))[-1].read_text())
         html = sorted(folder.glob("*.html"))[-1].read_text()
         runs[step] = {"results": results, "remediation": _by_host(doc["remediation"]), "html": html,
                       "digests": digests(), "stdout": proc.stdout}

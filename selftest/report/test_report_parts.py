@@ -192,3 +192,56 @@ def test_drift_compares_only_what_both_runs_know():
         "drift since the baseline (--fail-on-drift): kernel, hosts_added"
     assert drift.fail_on_kinds("all") == tuple(k for k in model.DRIFT_KINDS if k != "newly_passing")
     assert drift.fail_on_kinds("all,newly_passing") == model.DRIFT_KINDS and drift.fail_on_kinds("gpu-count") == ("gpu_count",)
+
+
+def test_results_file_stores_each_check_once_and_reads_back_whole(tmp_path):
+    """v4: a check's title, rule and layer once, in ``checks``; a result keeps what tells it apart
+    (a pass: its target, verdict, evidence, node id and duration; a failure all it has); reading
+    the file gives back every record whole, and a v3 file is still a baseline."""
+    from types import SimpleNamespace
+
+    from gpuconform.report import drift
+    from gpuconform.report.run import RunReport
+
+    profile = SimpleNamespace(name="seed-h100", path="profiles/seed-h100.yaml", sha256="0" * 64)
+    run_report = RunReport(profile, (), REPO, ("-m", "node"), None, TODAY)
+    rule = "The loaded NVIDIA driver is the version the profile names. " * 4
+
+    def add(nodeid, **kw):
+        kw.setdefault("anchor", model.anchor(nodeid))
+        run_report.add(SimpleNamespace(gpuconform_record=record(nodeid=nodeid, **kw)))
+    for i in (1, 2, 3):
+        add(f"tests/node/test_driver.py::test_version[ssh://gpu-{i}]", check_id="node.driver.version",
+            title="Driver version", rule=rule, host=f"gpu-{i}", verdict="pass", message="",
+            evidence=f"$ nvidia-smi\n580.95.0{i}", duration=0.25)
+    add("tests/node/test_driver.py::test_version[gpu-6]", check_id="node.driver.version", title="Driver version",
+        rule=rule, param="gpu-6", host="gpu-6", verdict="pass", message="", evidence="")
+    add("tests/node/test_dkms.py::test_installed[ssh://gpu-4]", host="gpu-4", evidence="$ dkms status\n",
+        remediation="dkms install -m nvidia", retries=2)
+    add("tests/node/other.py::test_t", check_id="node.driver.version", title="Other", rule=rule, host="gpu-5",
+        verdict="skip", message="not in the profile", anchor="r-kept")
+    run_report.write_json(tmp_path / "r.json")
+    text = (tmp_path / "r.json").read_text()
+    stored = json.loads(text)
+    assert stored["schema"] == model.SCHEMA_ID == "gpuconform/results/v4" and text.count(rule) == 1
+    assert stored["checks"]["node.driver.version"] == {"title": "Driver version", "rule": rule, "layer": "node",
+                                                       "test": "tests/node/test_driver.py::test_version"}
+    by_host = {r.get("host"): r for r in stored["results"]}
+    assert by_host["gpu-1"] == {"check_id": "node.driver.version", "param": None, "host": "gpu-1", "verdict": "pass",
+                                "evidence": "$ nvidia-smi\n580.95.01", "nodeid": "[ssh://gpu-1]", "duration": 0.25}
+    assert stored["results"][-1] == {"check_id": "node.driver.version", "param": "gpu-6", "verdict": "pass",
+                                     "duration": 0.0}  # its host is its param, its node id its check's test[param]
+    assert by_host["gpu-4"]["nodeid"] == "tests/node/test_dkms.py::test_installed[ssh://gpu-4]"  # a failure: whole
+    assert (by_host["gpu-4"]["remediation"], by_host["gpu-4"]["retries"], by_host["gpu-4"]["message"]) == \
+        ("dkms install -m nvidia", 2, "m")
+    assert (by_host["gpu-5"]["title"], by_host["gpu-5"]["anchor"], by_host["gpu-5"]["nodeid"]) == \
+        ("Other", "r-kept", "tests/node/other.py::test_t")
+    assert model.read(text) == run_report.doc  # nothing lost
+    (tmp_path / "v3.json").write_text(json.dumps({**run_report.doc, "schema": "gpuconform/results/v3"}))
+    for name in ("r.json", "v3.json"):
+        doc, _ = drift.load_baseline(str(tmp_path / name), force=True)  # the run failed: forced
+        assert doc["results"] == run_report.doc["results"], name
+    stored["results"][0]["check_id"] = "node.unknown"
+    (tmp_path / "bad.json").write_text(json.dumps(stored))
+    with pytest.raises(drift.BaselineError, match="not in checks"):
+        drift.load_baseline(str(tmp_path / "bad.json"), force=True)
