@@ -89,6 +89,11 @@ _PATTERNS = [
     (re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(?:.*?(-----END \1-----)|.*)", re.S), _pem, ("-----BEGIN ",)),
 ]
 
+#: every pattern's words in one scan (lower-case ones in the case-folded text): most texts hold
+#: none, and are let through after two searches instead of one per word
+_ANY_LOWER_WORD = re.compile("|".join(sorted({re.escape(w) for *_, ws in _PATTERNS for w in ws if w.islower()})))
+_ANY_CASED_WORD = re.compile("|".join(sorted({re.escape(w) for *_, ws in _PATTERNS for w in ws if not w.islower()})))
+
 #: texts longer than this are not parsed (patterns only): evidence is cut far below it
 _PARSE_MAX = 64 << 10
 #: a secret-like key with its separator: only a text holding one is worth parsing
@@ -106,11 +111,12 @@ def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, MASK)
     folded = _folded(text)
-    for pattern, repl, words in _PATTERNS:
-        if any(w in (folded if w.islower() else text) for w in words):
-            masked = pattern.sub(repl, text)
-            if masked != text:
-                text, folded = masked, _folded(masked)
+    if _ANY_LOWER_WORD.search(folded) or _ANY_CASED_WORD.search(text):
+        for pattern, repl, words in _PATTERNS:
+            if any(w in (folded if w.islower() else text) for w in words):
+                masked = pattern.sub(repl, text)
+                if masked != text:
+                    text, folded = masked, _folded(masked)
     for secret in (*_parsed_secrets(original), *runner_secrets()):
         if secret in text:
             text = text.replace(secret, MASK)
