@@ -46,8 +46,14 @@ def _key_value(key: str, flags: str = "") -> re.Pattern:
     return re.compile(rf"{flags}\b({key}){_SEP}(?![ \t]*{key}[\"']?[ \t]*[:=])" + _VALUE)
 
 
+#: a value already masked, with the closing brackets a one-word value runs into (``"token": ***}``)
+_ALREADY_MASKED = re.compile(r"[ \t]*" + re.escape(MASK) + r"[}\])\"']*")
+
+
 def _masked_value(m: re.Match) -> str:
     value = m.group("value")
+    if _ALREADY_MASKED.fullmatch(value):  # redacting twice changes nothing more
+        return m.group(0)
     return m.group(1) + m.group(2) + value[:len(value) - len(value.lstrip(" \t"))] + MASK
 
 
@@ -63,7 +69,7 @@ _PATTERNS = [
     # Authorization headers whatever the scheme (Bearer, Basic, token ghp_...), also as TOML/JSON
     # lists: Authorization = ["Basic ..."]; the scheme stays
     (re.compile(r"(?i)\b(authorization[\"']?[ \t]*[:=][ \t]*\[?[ \t]*[\"']?)(?>([a-z][\w.-]*[ \t]+)?)"
-                r"(?!\*\*\*|(?:bearer|basic|token|digest|negotiate)\b)[^\s\"',;\]]+"), r"\1\2" + MASK, ("authorization",)),
+                r"(?!\*\*\*|(?:bearer|basic|token|digest|negotiate)\b)[^\s\"',;\[\]]+"), r"\1\2" + MASK, ("authorization",)),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer " + MASK, ("bearer",)),
     # cookies: keep names, hide values
     (re.compile(r"(?i)\b((?:set-)?cookie\s*[:=]\s*)([^\r\n]+)"),

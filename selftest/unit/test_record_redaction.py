@@ -11,7 +11,7 @@ import types
 import pytest
 
 from gpuconform.report import record as rec
-from gpuconform.redact import MASK
+from gpuconform.redact import MASK, redact
 from gpuconform.report.model import Record
 
 #: a secret of a shape redact knows, in every text a record can be made from
@@ -91,3 +91,25 @@ def test_summaries_and_platform_fields_are_redacted():
     """What else a test report carries to the reports goes through the same function."""
     carried = rec.redacted({"host": f"gpu-1 {SECRET}", "gpus": [{"name": TOKEN}], "n": 3})
     assert PASSWORD not in json.dumps(carried) and TOKEN not in json.dumps(carried) and carried["n"] == 3
+
+
+def _secret_texts() -> list[str]:
+    """Every text of selftest/unit/test_redact.py's parametrized cases (``text, ...``)."""
+    import inspect
+
+    from selftest.unit import test_redact
+    texts = []
+    for _, fn in inspect.getmembers(test_redact, inspect.isfunction):
+        for mark in getattr(fn, "pytestmark", []):
+            if mark.name == "parametrize" and str(mark.args[0]).replace(" ", "").startswith("text,"):
+                texts += [case[0] for case in mark.args[1] if isinstance(case, tuple) and isinstance(case[0], str)]
+    return texts
+
+
+def test_redacting_twice_changes_nothing_more():
+    """A record's text may have been redacted before (a host's evidence, a check's own secrets):
+    the boundary's pass must leave masked text as it is."""
+    texts = _secret_texts()
+    assert len(texts) > 20, len(texts)
+    changed = [(t, redact(t), redact(redact(t))) for t in texts if redact(redact(t)) != redact(t)]
+    assert changed == []
