@@ -28,6 +28,7 @@ OPT_IN_MARKERS = ("disruptive", "aiconformance")
 #: markers that only the checks of one layer carry: -m naming them imports no other layer's folder
 LAYER_OF_MARKER = {"aiconformance": "cluster"}
 
+
 def _walk(tb):
     while tb is not None:
         yield tb
@@ -56,6 +57,8 @@ class OneLineReports:
 
 
 class Hooks:
+    """Collection, the run's header, signals, and the records (pytest_runtest_makereport)."""
+
     def __init__(self, config: pytest.Config, run_inputs: inputs.RunInputs):
         self.config = config
         self.inputs = run_inputs
