@@ -46,8 +46,14 @@ def _key_value(key: str, flags: str = "") -> re.Pattern:
     return re.compile(rf"{flags}\b({key}){_SEP}(?![ \t]*{key}[\"']?[ \t]*[:=])" + _VALUE)
 
 
+#: a value already masked, with the closing brackets a one-word value runs into (``"token": ***}``)
+_ALREADY_MASKED = re.compile(r"[ \t]*" + re.escape(MASK) + r"[}\])\"']*")
+
+
 def _masked_value(m: re.Match) -> str:
     value = m.group("value")
+    if _ALREADY_MASKED.fullmatch(value):  # redacting twice changes nothing more
+        return m.group(0)
     return m.group(1) + m.group(2) + value[:len(value) - len(value.lstrip(" \t"))] + MASK
 
 
@@ -63,7 +69,7 @@ _PATTERNS = [
     # Authorization headers whatever the scheme (Bearer, Basic, token ghp_...), also as TOML/JSON
     # lists: Authorization = ["Basic ..."]; the scheme stays
     (re.compile(r"(?i)\b(authorization[\"']?[ \t]*[:=][ \t]*\[?[ \t]*[\"']?)(?>([a-z][\w.-]*[ \t]+)?)"
-                r"(?!\*\*\*|(?:bearer|basic|token|digest|negotiate)\b)[^\s\"',;\]]+"), r"\1\2" + MASK, ("authorization",)),
+                r"(?!\*\*\*|(?:bearer|basic|token|digest|negotiate)\b)[^\s\"',;\[\]]+"), r"\1\2" + MASK, ("authorization",)),
     (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), "Bearer " + MASK, ("bearer",)),
     # cookies: keep names, hide values
     (re.compile(r"(?i)\b((?:set-)?cookie\s*[:=]\s*)([^\r\n]+)"),
@@ -89,6 +95,11 @@ _PATTERNS = [
     (re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(?:.*?(-----END \1-----)|.*)", re.S), _pem, ("-----BEGIN ",)),
 ]
 
+#: every pattern's words in one scan (lower-case ones in the case-folded text): most texts hold
+#: none, and are let through after two searches instead of one per word
+_ANY_LOWER_WORD = re.compile("|".join(sorted({re.escape(w) for *_, ws in _PATTERNS for w in ws if w.islower()})))
+_ANY_CASED_WORD = re.compile("|".join(sorted({re.escape(w) for *_, ws in _PATTERNS for w in ws if not w.islower()})))
+
 #: texts longer than this are not parsed (patterns only): evidence is cut far below it
 _PARSE_MAX = 64 << 10
 #: a secret-like key with its separator: only a text holding one is worth parsing
@@ -106,11 +117,12 @@ def redact(text: str, extra_secrets: tuple[str, ...] = ()) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, MASK)
     folded = _folded(text)
-    for pattern, repl, words in _PATTERNS:
-        if any(w in (folded if w.islower() else text) for w in words):
-            masked = pattern.sub(repl, text)
-            if masked != text:
-                text, folded = masked, _folded(masked)
+    if _ANY_LOWER_WORD.search(folded) or _ANY_CASED_WORD.search(text):
+        for pattern, repl, words in _PATTERNS:
+            if any(w in (folded if w.islower() else text) for w in words):
+                masked = pattern.sub(repl, text)
+                if masked != text:
+                    text, folded = masked, _folded(masked)
     for secret in (*_parsed_secrets(original), *runner_secrets()):
         if secret in text:
             text = text.replace(secret, MASK)

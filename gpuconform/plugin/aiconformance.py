@@ -16,10 +16,10 @@ SHOWN_PROBLEMS = 20
 
 
 class Export:
-    def __init__(self, config: pytest.Config, hooks, profile):
+    def __init__(self, config: pytest.Config, reports, profile):
         """The option's input is checked here, before anything runs (one line, exit 4)."""
         self.config = config
-        self.hooks = hooks
+        self.reports = reports
         self.section = profile.profile.ai_conformance
         self.checklist = checklists.load(self.section.chosen_checklist())
         self.folder: Path | None = None
@@ -47,10 +47,10 @@ class Export:
                 and not any(m.name == MARKER for m in marks):
             pytest.mark.aiconformance(obj)
 
-    @pytest.hookimpl(wrapper=True)  # after the JSON (Hooks), the HTML (pytest-html) and JUnit are written
+    @pytest.hookimpl(wrapper=True)  # after the JSON (reporting.Reports), the HTML (pytest-html) and JUnit are written
     def pytest_sessionfinish(self, session: pytest.Session):
         result = yield
-        run = self.hooks.run
+        run = self.reports.run
         if self.folder is not None and run is not None and run.doc is not None:
             self._write(run.doc)
         return result
@@ -58,8 +58,7 @@ class Export:
     def _report_files(self) -> list[Path | None]:
         from _pytest.junitxml import xml_key
         xml = self.config.stash.get(xml_key, None)
-        html = getattr(self.config.option, "htmlpath", None)
-        return [Path(html) if html else None, self.hooks.json_path, Path(xml.logfile) if xml else None]
+        return [self.reports.html_path, self.reports.json_path, Path(xml.logfile) if xml else None]
 
     def _write(self, doc: dict) -> None:
         path = self.folder / FILE
@@ -67,7 +66,7 @@ class Export:
         product = export.product_document(doc, self.checklist, self.section.product.metadata(),
                                           self.section.requirements, evidence)
         try:
-            export.write(path, product, self.checklist, self.hooks.json_path.name)
+            export.write(path, product, self.checklist, self.reports.json_path.name)
         except OSError as exc:
             self._say(f"gpuconform: could not write {path} ({exc.strerror or exc})", red=True)
             return

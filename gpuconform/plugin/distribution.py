@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-HOST_PARAM = "_testinfra_host"  # testinfra's parametrization: ids are backend.get_pytest_id()
+from gpuconform.plugin.hosts import PARAM as HOST_PARAM  # ids: backend.get_pytest_id(), as testinfra's
 
 
 def host_id(item: pytest.Item) -> str | None:
@@ -24,7 +24,7 @@ def host_id(item: pytest.Item) -> str | None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Stable: checks without a host keep their place before the hosts' checks; each host's checks
     keep their order."""
-    from gpuconform.plugin.fixtures import all_hosts
+    from gpuconform.plugin.hosts import all_hosts
     rank = {h.backend.get_pytest_id(): i for i, h in enumerate(all_hosts(config))}
     keys = []
     for item in items:
@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.option.dist not in ("load", "loadgroup"):
         return None  # the user chose another distribution (loadfile, each...): theirs
-    from gpuconform.plugin.fixtures import all_hosts
+    from gpuconform.plugin.hosts import all_hosts
     from xdist.scheduler import LoadScopeScheduling
 
     class HostScheduling(LoadScopeScheduling):

@@ -1,8 +1,8 @@
 """What a check saw, shown with its result: the one evidence type of the cluster and kubeflow
 layers (node checks name fact sections instead, ``@check(evidence=[...])``).
 
-Text is redacted again at the report hook; ``secrets`` (e.g. the Kubeflow test passwords) are
-masked here, before the text is stored.
+Text is redacted again where the record is made (report/record.py); ``secrets`` (e.g. the
+Kubeflow test passwords) are masked here, before the text is stored.
 """
 from __future__ import annotations
 

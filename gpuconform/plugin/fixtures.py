@@ -8,7 +8,6 @@ import shlex
 import sys
 
 import pytest
-import testinfra
 from _pytest.mark.expression import Expression  # as tests/cluster/conftest.py reads -m
 
 from gpuconform import profile as profile_mod
@@ -16,6 +15,7 @@ from gpuconform.node import k8s_node, probe
 from gpuconform.node.collect import FactsPool
 from gpuconform.node.facts import NodeFacts
 from gpuconform.plugin import keys
+from gpuconform.plugin.hosts import all_hosts
 from gpuconform.plugin import gating
 
 REACHABLE = "node.reachable"
@@ -24,17 +24,6 @@ REACHABLE = "node.reachable"
 def host_label(host) -> str:
     """How a host is named in results and matched by profile groups."""
     return host.backend.get_hostname()
-
-
-def all_hosts(config: pytest.Config) -> list:
-    spec = config.option.hosts
-    if not spec:
-        return []
-    opt = config.option
-    return testinfra.get_hosts(spec.split(","), connection=opt.connection, ssh_config=opt.ssh_config,
-                               ssh_identity_file=opt.ssh_identity_file, sudo=opt.sudo,
-                               sudo_user=opt.sudo_user, ansible_inventory=opt.ansible_inventory,
-                               force_ansible=opt.force_ansible)
 
 
 @pytest.fixture(scope="session")

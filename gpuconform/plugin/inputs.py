@@ -1,6 +1,12 @@
 """Every command-line input checked once, before anything runs: a mistake is one line naming the
 input and what was expected (pytest shows it as ``ERROR: <line>`` and exits 4).
 
+All of them are read in one place, :func:`read`, at configure time, into one frozen
+:class:`RunInputs` stored on the config (``config.stash[keys.INPUTS]``): the profile, waivers,
+baseline, remediation, the host list (parsed once, from --hosts or the profile) and the report
+files. Nothing is written back into ``config.option`` (the report's page path handed to
+pytest-html aside: plugin/reporting.py says why).
+
 Every file an input names (profile, waivers, baseline, kubeconfig from --kubeconfig or
 $KUBECONFIG, ssh files) goes through one gate, :func:`gpuconform.yamlfile.read_file`: a regular
 file, its size capped, read with that bound (never a FIFO that blocks, never ``/dev/zero``). This
@@ -9,6 +15,9 @@ report folder and name.
 """
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
+import hashlib
 import os
 import re
 import tempfile
@@ -18,9 +27,13 @@ from pathlib import Path
 import pytest
 import testinfra.backend
 
+from gpuconform import profile as profile_mod
 from gpuconform import resources, yamlfile
 from gpuconform.node import k8s_node
+from gpuconform.plugin import remediation_fixtures
 from gpuconform.redact import redact
+from gpuconform.report import drift as drift_mod
+from gpuconform.report import waivers as waivers_mod
 
 k8s_node.register_backend()  # k8s-node:// hosts: node checks through probe pods
 
@@ -219,3 +232,128 @@ def report_dir(folder: Path, option: str = "--report-dir") -> Path:
 def fallback_dir() -> Path:
     """Where reports go when the report folder refuses them at the end of a run."""
     return Path(tempfile.mkdtemp(prefix="gpuconform-reports-", dir=os.environ.get("TMPDIR") or "/tmp"))
+
+
+# -- the run's inputs, read once --------------------------------------------------------------
+CHROOT = "chroot://"
+
+
+@dataclasses.dataclass(frozen=True)
+class HostList:
+    """The hosts to check, as given (--hosts, else the profile's ``hosts:``), validated once:
+    SSH specs carry the profile's connect timeout, ``chroot:///ROOT`` became ``ROOT`` under the
+    chroot connection. ``k8s-node://?selector=`` specs are as written: the API server is asked
+    for their nodes where the hosts are first needed (plugin/hosts.py), not here."""
+    specs: tuple[str, ...]
+    where: str                       # the input they came from, for error lines
+    connection: str | None           # testinfra's --connection
+    connect: tuple[tuple[str, object], ...] = ()  # testinfra's other connection options
+
+    @property
+    def selectors(self) -> bool:
+        return any(k8s_node.selector_of(s) is not None for s in self.specs)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportPaths:
+    """Where this run's reports go: ``<folder>/<name>.json`` and, when the suite names the page
+    (pytest-html present, no --html), ``<folder>/<name>.html``."""
+    folder: Path
+    name: str
+
+    @property
+    def json(self) -> Path:
+        return self.folder / f"{self.name}.json"
+
+    @property
+    def html(self) -> Path:
+        return self.folder / f"{self.name}.html"
+
+
+@dataclasses.dataclass(frozen=True)
+class RunInputs:
+    """Every input of a run, checked: built by :func:`read`, once, before anything runs."""
+    suite: Path
+    profile: profile_mod.LoadedProfile
+    waivers: tuple
+    baseline: tuple[str, dict, str] | None      # (path as given, document, sha256)
+    fail_on_drift: tuple[str, ...]
+    remediate: tuple[str, tuple[str, ...]] | None  # (mode, check ids; () = all), None: off
+    hosts: HostList | None                      # None: no hosts given (testinfra's local host)
+    started: dt.datetime
+    today: dt.date
+    reports: ReportPaths | None                # None: --no-reports, --collect-only, an xdist worker
+    selection: str | None                       # -m / -k as given, for the report
+
+
+#: testinfra's connection options, handed to ``testinfra.get_hosts`` as they are
+_CONNECT_OPTIONS = ("ssh_config", "ssh_identity_file", "sudo", "sudo_user", "ansible_inventory", "force_ansible")
+
+
+def read(config: pytest.Config, suite: Path) -> RunInputs:
+    """All the run's inputs from the command line and the profile, checked; bad input raises
+    :class:`pytest.UsageError` (one line naming it, exit 4)."""
+    opt = config.option
+    path = profile_path(opt.gpuconform_profile, str(Path(suite, "profiles", "seed-h100.yaml")))
+    try:
+        loaded = profile_mod.load(path)
+        waivers = waivers_mod.load(opt.gpuconform_waivers) if opt.gpuconform_waivers else ()
+        baseline, fail_on_drift = drift_mod.options(opt.gpuconform_baseline, opt.gpuconform_fail_on_drift,
+                                                    opt.gpuconform_force_baseline, loaded.name)
+    except (profile_mod.ProfileError, waivers_mod.WaiverError, drift_mod.BaselineError) as exc:
+        raise pytest.UsageError(str(exc)) from None
+    kubeconfig(opt.gpuconform_kubeconfig, opt.gpuconform_context, os.environ.get("KUBECONFIG"))
+    files({"--ssh-config": getattr(opt, "ssh_config", None),
+           "--ssh-identity-file": getattr(opt, "ssh_identity_file", None)})
+    wanted = remediation_fixtures.selection(opt.gpuconform_remediate, opt.gpuconform_remediate_checks)
+    hosts = host_list(opt, loaded)
+    started = dt.datetime.now(dt.timezone.utc)
+    controller = not (opt.collectonly or hasattr(config, "workerinput"))
+    reports = _report_files(opt, loaded, started, config.invocation_params.dir) \
+        if controller and not opt.gpuconform_no_reports else None
+    selection = " ".join(f"{flag} {val!r}" for flag, val in (("-m", opt.markexpr), ("-k", opt.keyword)) if val)
+    return RunInputs(suite=suite, profile=loaded, waivers=waivers, baseline=baseline, fail_on_drift=fail_on_drift,
+                     remediate=None if wanted is None else (opt.gpuconform_remediate, wanted),
+                     hosts=hosts, started=started, today=waivers_mod.today_utc(),
+                     reports=reports, selection=selection or None)
+
+
+def host_list(opt, loaded: profile_mod.LoadedProfile) -> HostList | None:
+    """The one parse of the host list: --hosts, else the profile's ``hosts:``."""
+    raw, where = getattr(opt, "hosts", None), "--hosts"
+    if raw is None and loaded.profile.hosts:
+        raw, where = ",".join(loaded.profile.hosts), f"{loaded.path}: hosts:"
+    if raw is None:
+        return None
+    connection = getattr(opt, "connection", None)
+    specs = raw.split(",")
+    roots = [s for s in specs if s.startswith(f"{CHROOT}/")]
+    if roots:  # testinfra reads the URL's (empty) host part: such hosts are paths under --connection=chroot
+        if len(roots) != len(specs):
+            raise InputError(f"{where}: chroot:///PATH hosts cannot be mixed with other kinds in one run")
+        raw, connection = ",".join(s[len(CHROOT):] for s in roots), "chroot"
+    checked = host_specs(raw, connection, where, loaded.profile.timeouts.ssh_connect_s)
+    return HostList(tuple(checked.split(",")), where, connection,
+                    tuple((name, getattr(opt, name, None)) for name in _CONNECT_OPTIONS))
+
+
+#: A report's file name at most this many bytes before its suffix: a long profile name is cut and
+#: keeps a hash of itself (a name over 255 bytes is refused by the file system, fallback included).
+NAME_BYTES = 120
+
+
+def _file_name(name: str) -> str:
+    if len(name.encode()) <= NAME_BYTES:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:12]
+    return name.encode()[:NAME_BYTES - 13].decode(errors="ignore") + "-" + digest
+
+
+def _report_files(opt, loaded: profile_mod.LoadedProfile, started: dt.datetime, cwd: Path) -> ReportPaths:
+    if opt.gpuconform_report_name is not None:
+        name = report_name(opt.gpuconform_report_name)
+    else:  # the profile's name is free text: keep it a file name
+        stamp = started.strftime("%Y%m%dT%H%M%SZ")
+        name = _file_name(re.sub(r"[^A-Za-z0-9_.-]+", "_", loaded.name).lstrip(".")) + f"-{stamp}"
+    # default: ./reports, where the run is started (in a checkout its root; never into an installed package)
+    return ReportPaths(report_dir(Path(opt.gpuconform_report_dir or Path(cwd, "reports"))), name)

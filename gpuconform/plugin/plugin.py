@@ -1,4 +1,5 @@
-"""Wiring only: options, markers, and the modules that hold fixtures and hooks."""
+"""Wiring only: options, markers, the run's inputs read once (inputs.py), and the modules that
+hold fixtures, hooks and the report writers."""
 from __future__ import annotations
 
 import os
@@ -7,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuconform.layers import CHECK_LAYERS
-from gpuconform.plugin import aiconformance, cluster_fixtures, distribution, fixtures, heap, hooks, k8s_node_fixtures, remediation_fixtures
+from gpuconform.plugin import (aiconformance, cluster_fixtures, distribution, fixtures, heap, hooks, hosts, inputs,
+                               k8s_node_fixtures, keys, remediation_fixtures, reporting)
 from gpuconform.suite import is_suite
 
 #: every marker of the suite; pyproject.toml repeats them (selftest/unit/test_layers.py keeps it in step)
@@ -24,7 +26,7 @@ MARKERS = {
 }
 
 
-#: The exit code is drawn from the run's verdict (gpuconform/plugin/hooks.py: pytest_sessionfinish).
+#: The exit code is drawn from the run's verdict (gpuconform/plugin/reporting.py: exit_code).
 EXIT_CODES = ("exit code: 0 ACCEPTED (everything passed, or every failure waived); 1 REJECTED "
               "(a failure, an error = could not check, an expired waiver, no check ran, or a drift "
               "kind named by --fail-on-drift); "
@@ -119,15 +121,22 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     for name, text in MARKERS.items():
         config.addinivalue_line("markers", f"{name}: {text}")
+    run_inputs = inputs.read(config, suite)  # every input, checked once (one line, exit 4)
+    config.stash[keys.INPUTS] = run_inputs
+    config.stash[keys.PROFILE] = run_inputs.profile
+    if run_inputs.remediate is not None:
+        config.stash[remediation_fixtures.REMEDIATOR] = remediation_fixtures.Remediator(*run_inputs.remediate)
+    config.pluginmanager.register(hosts, "gpuconform-hosts")
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
     config.pluginmanager.register(distribution, "gpuconform-distribution")
     config.pluginmanager.register(heap, "gpuconform-heap")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
     config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
     config.pluginmanager.register(k8s_node_fixtures, "gpuconform-k8s-node-fixtures")
-    suite_hooks = hooks.Hooks(config, suite)
-    config.pluginmanager.register(suite_hooks, "gpuconform-hooks")
-    config.pluginmanager.register(aiconformance.Export(config, suite_hooks, suite_hooks.profile),
+    config.pluginmanager.register(hooks.Hooks(config, run_inputs), "gpuconform-hooks")
+    reports = reporting.Reports(config, run_inputs)
+    config.pluginmanager.register(reports, "gpuconform-reports")
+    config.pluginmanager.register(aiconformance.Export(config, reports, run_inputs.profile),
                                   "gpuconform-ai-conformance")
     config.pluginmanager.register(hooks.OneLineReports(), "gpuconform-one-line-reports")
-    config.pluginmanager.register(hooks.ReportFiles(config), "gpuconform-report-files")
+    config.pluginmanager.register(reporting.ReportFiles(config), "gpuconform-report-files")

@@ -8,6 +8,7 @@ Also the ways a check (or a later layer's fixture) adds to its own record or to 
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import pytest
@@ -74,11 +75,14 @@ def message_of(call: pytest.CallInfo) -> str:
 
 
 def param_of(item: pytest.Item) -> str | None:
+    """The item's parameter as text (as given: the record redacts it with everything else)."""
     callspec = getattr(item, "callspec", None)
-    return next((redact(str(v)) for k, v in (callspec.params.items() if callspec else ())
+    return next((str(v) for k, v in (callspec.params.items() if callspec else ())
                  if not k.startswith("_") and type(v).__name__ != "NotSetType"), None)  # empty param set
 
 
+#: The argument a node check is parametrized by, behind the ``host`` fixture (plugin/hosts.py).
+HOST_PARAM = "_gpuconform_host"
 #: A cluster check parametrized by this argument is about that Kubernetes node: its host.
 NODE_PARAM = "gpu_node"
 
@@ -86,8 +90,8 @@ NODE_PARAM = "gpu_node"
 def host_of(item: pytest.Item, facts) -> str | None:
     host = getattr(facts, "host", None)
     params = getattr(getattr(item, "callspec", None), "params", {})
-    if host is None and "_testinfra_host" in params:
-        host = params["_testinfra_host"].backend.get_hostname()
+    if host is None and HOST_PARAM in params:
+        host = params[HOST_PARAM].backend.get_hostname()
     if host is None and NODE_PARAM in params:
         host = str(params[NODE_PARAM])
     return host
@@ -95,24 +99,26 @@ def host_of(item: pytest.Item, facts) -> str | None:
 
 def build(item: pytest.Item, call: pytest.CallInfo, report: pytest.TestReport, mark, facts,
           fix_text, layer: str | None, added_evidence: list[str] = ()) -> dict:
-    """The record of a final report (call, or a setup that did not pass). Text is redacted here;
-    a host's facts come redacted, once per host (``NodeFacts.evidence``).
+    """The record of a final report (call, or a setup that did not pass), redacted: every string
+    in it, whichever field holds it, goes through :func:`redacted` here, the one boundary between
+    what a check saw and the reports (JSON, HTML, JUnit's properties, the terminal's one line).
     ``added_evidence``: what the check itself recorded (the cluster layer's ``evidence`` fixture)."""
-    message = redact(message_of(call))
+    message = message_of(call)
     verdict = verdict_of(report, call, message)
     parts = []
     if facts is not None and verdict in ("pass", "fail", "error"):
         parts.append(facts.evidence(*mark.kwargs.get("evidence", ())))
-    parts += [redact(text) for text in added_evidence]
+    parts += list(added_evidence)
     evidence = "\n\n".join(p for p in parts if p)
     blocker = _BLOCKER.match(message) if verdict == "blocked" else None
-    return {"check_id": mark.kwargs["id"], "param": param_of(item), "title": mark.kwargs["title"],
-            "rule": (item.function.__doc__ or "").strip() if hasattr(item, "function") else "",
-            "layer": layer, "host": host_of(item, facts), "verdict": verdict, "message": message,
-            "evidence": evidence, "remediation": redact(fix_text) if verdict == "fail" and fix_text else None,
-            "blocked_by": blocker.group(1) if blocker else None,
-            "retries": item.stash.get(RETRIES, 0), "waiver": None, "nodeid": item.nodeid,
-            "anchor": anchor(item.nodeid), "duration": round(report.duration, 3)}
+    return redacted({
+        "check_id": mark.kwargs["id"], "param": param_of(item), "title": mark.kwargs["title"],
+        "rule": (item.function.__doc__ or "").strip() if hasattr(item, "function") else "",
+        "layer": layer, "host": host_of(item, facts), "verdict": verdict, "message": message,
+        "evidence": evidence, "remediation": fix_text if verdict == "fail" and fix_text else None,
+        "blocked_by": blocker.group(1) if blocker else None,
+        "retries": item.stash.get(RETRIES, 0), "waiver": None, "nodeid": item.nodeid,
+        "anchor": anchor(item.nodeid), "duration": round(report.duration, 3)})
 
 
 def verdict_in(report: pytest.TestReport) -> str | None:
@@ -141,14 +147,26 @@ def redact_report(report: pytest.TestReport) -> None:
     report.sections = [(title, redact(content)) for title, content in report.sections]
 
 
-def redact_obj(value):
-    """``redact`` applied to every string inside dicts and lists."""
+#: Distinct texts remembered by :func:`redacted`: the same title, rule, host or section of a host's
+#: evidence recurs across thousands of records and is masked once.
+_REMEMBERED = 1 << 14
+
+
+@functools.lru_cache(maxsize=_REMEMBERED)
+def _masked(text: str) -> str:
+    return redact(text)
+
+
+def redacted(value):
+    """``value`` with every string inside it (dicts and lists, at any depth) through ``redact``:
+    what a record, a host summary, the platform fields and remediation results are made of
+    before a test report carries them to the reports."""
     if isinstance(value, str):
-        return redact(value)
+        return _masked(value)
     if isinstance(value, dict):
-        return {k: redact_obj(v) for k, v in value.items()}
+        return {k: redacted(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [redact_obj(v) for v in value]
+        return [redacted(v) for v in value]
     return value
 
 
@@ -159,4 +177,4 @@ def redact_mapping(mapping: dict) -> None:
             masked = redact(f"{key}={value}")
             mapping[key] = masked[len(key) + 1:] if masked.startswith(f"{key}=") else redact(value)
         else:
-            mapping[key] = redact_obj(value)
+            mapping[key] = redacted(value)

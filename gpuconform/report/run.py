@@ -18,8 +18,9 @@ from gpuconform.redact import redact, redact_args
 class RunReport:
     def __init__(self, profile, waivers: tuple, suite_root: Path, invocation_args: tuple[str, ...],
                  selection: str | None, today: dt.date, baseline: tuple[str, dict, str] | None = None,
-                 fail_on_drift: tuple[str, ...] = ()):
-        """``baseline``: (the path as given, its document, its sha256), from ``drift.load_baseline``."""
+                 fail_on_drift: tuple[str, ...] = (), started: dt.datetime | None = None):
+        """``baseline``: (the path as given, its document, its sha256), from ``drift.load_baseline``;
+        ``started``: when the run started (its inputs were read), else now."""
         self.profile = profile
         self.waivers = waivers
         self.suite_root = suite_root
@@ -28,7 +29,7 @@ class RunReport:
         self.today = today
         self.baseline = baseline
         self.fail_on_drift = fail_on_drift
-        self.started = dt.datetime.now(dt.timezone.utc)
+        self.started = started or dt.datetime.now(dt.timezone.utc)
         self.records: list[dict] = []
         self.remediation: list[dict] = []
         self.hosts: dict[str, dict] = {}

@@ -89,7 +89,7 @@ def image(tmp_path_factory) -> Path:
         assert command[:2] == ["rm", "-rf"], command
         subprocess.run(["rm", "-rf", *(str(root / a.lstrip("/")) for a in command[2:])], check=True)
     # the install stands alone (away from the copied sources): package, report files, pod manifests
-    check = ("import gpuconform, gpuconform.resources as r, gpuconform.plugin.hooks as k;"
+    check = ("import gpuconform, gpuconform.resources as r, gpuconform.plugin.reporting as k;"
              "print(gpuconform.__file__); assert 'kind: Pod' in r.manifest('cuda-vectoradd.yaml') and k.CSS.is_file();"
              "assert r.remediation_script('lib.sh') and r.example_profile_path('seed-h100.yaml').is_file()")
     proc = subprocess.run([str(venv / "bin" / "python"), "-c", check], capture_output=True, text=True, cwd=root)

@@ -126,14 +126,14 @@ def test_cluster_and_versions_reach_fingerprint_and_header(tmp_path):
     from types import SimpleNamespace
 
     from gpuconform.report.fingerprint import cluster_summary
-    from gpuconform.report.record import redact_obj
+    from gpuconform.report.record import redacted
     from gpuconform.report.run import RunReport
 
     facts = SimpleNamespace(version=lambda: {"gitVersion": "v1.31.4"},
                             cluster=SimpleNamespace(server="https://admin:S3cretPw@api.k8s-ml.bank.example:6443"))
     profile = SimpleNamespace(name="seed-h100", path="profiles/seed-h100.yaml", sha256="0" * 64)
     run_report = RunReport(profile, (), REPO, ("-m", "cluster"), "-m 'cluster'", TODAY)
-    noted = redact_obj({"cluster": cluster_summary(facts), "gpu_operator_version": "v25.10.0"})  # as hooks.py does
+    noted = redacted({"cluster": cluster_summary(facts), "gpu_operator_version": "v25.10.0"})  # as hooks.py does
     run_report.add(SimpleNamespace(gpuconform_record=record(layer="cluster", host=None, verdict="pass"),
                                    gpuconform_platform=noted))
     run_report.add(SimpleNamespace(gpuconform_platform={"kubeflow_version": "1.10.0"}))
