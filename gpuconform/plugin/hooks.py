@@ -20,7 +20,7 @@ from gpuconform import safetext
 from gpuconform.checks import fix_for
 from gpuconform.layers import CHECK_LAYERS
 from gpuconform.node import remediation
-from gpuconform.plugin import inputs, keys, remediation_fixtures
+from gpuconform.plugin import inputs, k8s_node_fixtures, keys, remediation_fixtures
 from gpuconform.plugin.fixtures import host_label
 from gpuconform.report import drift as drift_mod
 from gpuconform.report import html as report_html
@@ -190,10 +190,8 @@ class Hooks:
         if getattr(opt, "hosts", None) is not None:
             opt.hosts = inputs.host_specs(opt.hosts, getattr(opt, "connection", None), where,
                                           self.profile.profile.timeouts.ssh_connect_s)
-            if "k8s-node://?" in opt.hosts:  # label selectors: one host per node the API server lists
-                from gpuconform.node import k8s_node
-                from gpuconform.plugin import k8s_node_fixtures
-                opt.hosts = k8s_node.expand_selectors(opt.hosts, k8s_node_fixtures.connector(config))
+            # label selectors: one host per node the API server lists
+            opt.hosts = ",".join(k8s_node_fixtures.resolve_hosts(config, opt.hosts.split(",")))
         self._summarized: set[str] = set()  # hosts whose summary this process already sent
         self._cluster_noted = False
         self._unlisted: set[str] = set()  # results the HTML table leaves out (clean passes)
