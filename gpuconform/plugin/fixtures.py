@@ -74,11 +74,11 @@ def probe_pool(config: pytest.Config) -> ProbePool:
     order given: an xdist worker probes only the hosts it gets, as their checks ask."""
     if POOL not in config.stash:
         loaded: profile_mod.LoadedProfile = config.stash[keys.PROFILE]
-        timeouts = loaded.profile.timeouts
+        probe_s = loaded.profile.timeouts.probe_s
         config.stash[POOL] = ByKind(
             {K8S_NODE: lambda: k8s_node_fixtures.probe_pods(config, probe_script(loaded))},
-            lambda: FactsPool(in_clean_environment(probe_script(loaded)), timeouts.probe_s, loaded.profile.parallel_probes),
-            timeouts.probe_s)
+            lambda: FactsPool(in_clean_environment(probe_script(loaded)), probe_s, loaded.profile.parallel_probes),
+            probe_s)
         if not hasattr(config, "workerinput"):
             config.stash[POOL].submit(all_hosts(config))  # probe every host at once, not one by one
     return config.stash[POOL]
