@@ -17,10 +17,11 @@ import secrets
 import signal
 import threading
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from gpuconform.node import probe
 from gpuconform.node.facts import NodeFacts
+from gpuconform.node.pool import label
 
 
 #: The host's watchdog fires this much after our deadline: normally ours ends the wait (and says
@@ -57,7 +58,7 @@ class Ran:
 
 def _text(result: Any, stream: str) -> str:
     raw = getattr(result, f"{stream}_bytes", None)  # testinfra's CommandResult: the bytes it read
-    if raw is None:  # an answer already in text (a k8s-node:// pod's log)
+    if raw is None:  # a backend that read text
         return getattr(result, stream, None) or ""
     return raw.decode("utf-8", "replace")
 
@@ -95,13 +96,19 @@ def probe_host(host: Any, label: str, script: str) -> NodeFacts:
         if _started_here(exc):
             return NotStarted(label, {}, f"this machine could not start the probe (tried twice): {exc}")
         return NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
-    sections = probe.parse(result.stdout)
+    return facts_from_output(label, result.stdout, result.stderr, result.rc)
+
+
+def facts_from_output(label: str, stdout: str, stderr: str, rc: int | None) -> NodeFacts:
+    """The facts of what the probe printed (over SSH, or a k8s-node:// probe pod's log): an
+    error where it printed nothing usable or was cut short."""
+    sections = probe.parse(stdout)
     if not sections:
-        tail = (result.stderr or result.stdout or "").strip().splitlines()[-1:] or [f"exit {result.rc}"]
+        tail = (stderr or stdout or "").strip().splitlines()[-1:] or [f"exit {rc}"]
         return NodeFacts(label, {}, f"the probe printed nothing usable: {tail[0]}")
-    if not probe.finished(result.stdout):
+    if not probe.finished(stdout):
         last = list(sections)[-1]
-        return NodeFacts(label, {}, f"the probe was cut short in step '{last}' (exit {result.rc}): ended by "
+        return NodeFacts(label, {}, f"the probe was cut short in step '{last}' (exit {rc}): ended by "
                                     f"its deadline on the host, or the connection dropped")
     return NodeFacts(label, sections)
 
@@ -149,65 +156,78 @@ class _Probe:
 
 
 class FactsPool:
-    """Probes every host once, concurrently, in the order the hosts were submitted (the order their
-    checks run in: each host's checks start as soon as its probe lands), and hands out the facts
-    by label."""
+    """The probe pool of hosts this machine reaches itself (SSH, paramiko, local, chroot): probes
+    every host once, concurrently, in the order the hosts were submitted (the order their checks
+    run in: each host's checks start as soon as its probe lands), and hands out the facts by host."""
 
     def __init__(self, script_for: Callable[..., str], timeout_s: float, workers: int = 8):
-        """``script_for(token, deadline_s)``: the probe script carrying ``token``; at most
-        ``workers`` probes run at once."""
+        """``script_for(token, deadline_s, host)``: the probe script carrying ``token``; at most
+        ``workers`` probes run at once, each held to ``timeout_s`` from when it got its slot."""
         self._script_for = script_for
-        self._timeout = timeout_s
+        self.deadline_s = timeout_s
         self._workers = workers
         self._threads = 0
         self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()  # first in, first probed
         self._probes: dict[str, _Probe] = {}
         self._lock = threading.Lock()
 
-    @property
-    def script(self) -> str:
-        """A probe as every host gets it, with a token of its own and the host-side deadline (the
-        remediation fixture probes a fixed host once more)."""
-        return self._script_for(secrets.token_hex(12), host_deadline_s(self._timeout))
+    # -- the pool's contract (gpuconform/node/pool.py) ------------------------------------------------
+    def submit(self, hosts: Iterable[Any]) -> None:
+        for host in hosts:
+            self._start(host, again=False)
 
-    def submit(self, label: str, host_factory: Callable[[], Any]) -> None:
+    def get(self, host: Any) -> NodeFacts:
+        return self._wait(label(host), self._start(host, again=False))
+
+    def reprobe(self, host: Any) -> NodeFacts:
+        """Probe the host once more (after ``--remediate=apply``), in the queue and under the
+        deadline of every probe."""
+        return self._wait(label(host), self._start(host, again=True))
+
+    def close(self) -> list[str]:
+        """End every probe still running (the run ends, or was interrupted); waits for none."""
+        for run in list(self._probes.values()):
+            if not run.future.done():
+                self._end(run)
+        return []
+
+    # -- probes ---------------------------------------------------------------------------------
+    def _start(self, host: Any, again: bool) -> _Probe:
+        name = label(host)
         with self._lock:
-            if label in self._probes:
-                return
-            run = _Probe(secrets.token_hex(12), cf.Future())
-            self._probes[label] = run
-            self._queue.put(lambda: self._probe(run, label, host_factory))
+            if name in self._probes and not again:
+                return self._probes[name]
+            run = self._probes[name] = _Probe(secrets.token_hex(12), cf.Future(), host=host)
+            self._queue.put(lambda: self._probe(run, name))
             if self._threads < self._workers:
                 self._threads += 1
                 threading.Thread(target=self._work, name=f"probe worker {self._threads}", daemon=True).start()
+        return run
 
     def _work(self) -> None:
         while True:
             self._queue.get()()
 
-    def _probe(self, run: _Probe, label: str, host_factory: Callable[[], Any]) -> None:
+    def _probe(self, run: _Probe, name: str) -> None:
         run.started = time.monotonic()
         try:
-            run.host = host_factory()
-            facts = probe_host(run.host, label, self._script_for(run.token, host_deadline_s(self._timeout), label))
+            facts = probe_host(run.host, name, self._script_for(run.token, host_deadline_s(self.deadline_s), name))
         except BaseException as exc:  # noqa: BLE001 - a probe must always settle its future
-            facts = NodeFacts(label, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
+            facts = NodeFacts(name, {}, f"cannot run the probe on the host: {type(exc).__name__}: {exc}")
         _settle(run.future, facts)
 
-    def get(self, label: str, host_factory: Callable[[], Any]) -> NodeFacts:
-        self.submit(label, host_factory)
-        run = self._probes[label]
+    def _wait(self, name: str, run: _Probe) -> NodeFacts:
         while True:
             started = run.started
-            left = self._timeout if started is None else started + self._timeout - time.monotonic()
+            left = self.deadline_s if started is None else started + self.deadline_s - time.monotonic()
             try:
                 return run.future.result(timeout=max(0.0, left))
             except cf.TimeoutError:
                 if started is not None:
                     break  # else it waited for a slot all along: its own deadline has not begun
         # settled first: what the ended probe printed until now is not its result
-        _settle(run.future, NodeFacts(label, {}, f"the probe did not finish within {self._timeout:g} s "
-                                                 f"(profile timeouts.probe_s); it was ended on the host"))
+        _settle(run.future, NodeFacts(name, {}, f"the probe did not finish within {self.deadline_s:g} s "
+                                                f"(profile timeouts.probe_s); it was ended on the host"))
         self._end(run)
         return run.future.result()
 
@@ -218,9 +238,3 @@ class FactsPool:
         client = getattr(getattr(run.host, "backend", None), "__dict__", {}).get("client")
         if client is not None:  # testinfra's paramiko backend: closing ends the channel's read
             client.close()
-
-    def close(self) -> None:
-        """End every probe still running (the run ends, or was interrupted); waits for none."""
-        for run in list(self._probes.values()):
-            if not run.future.done():
-                self._end(run)

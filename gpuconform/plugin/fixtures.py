@@ -11,19 +11,16 @@ import pytest
 from _pytest.mark.expression import Expression  # as tests/cluster/conftest.py reads -m
 
 from gpuconform import profile as profile_mod
-from gpuconform.node import k8s_node, probe
+from gpuconform.node import probe
 from gpuconform.node.collect import FactsPool
 from gpuconform.node.facts import NodeFacts
-from gpuconform.plugin import keys
+from gpuconform.node.k8s_node import SCHEME as K8S_NODE
+from gpuconform.node.pool import ByKind, ProbePool
+from gpuconform.node.pool import label as host_label
+from gpuconform.plugin import gating, k8s_node_fixtures, keys
 from gpuconform.plugin.hosts import all_hosts
-from gpuconform.plugin import gating
 
 REACHABLE = "node.reachable"
-
-
-def host_label(host) -> str:
-    """How a host is named in results and matched by profile groups."""
-    return host.backend.get_hostname()
 
 
 @pytest.fixture(scope="session")
@@ -56,21 +53,29 @@ def in_clean_environment(script_for):
     return lambda token, deadline_s, host="": f"env -i {env} sh -c {shlex.quote(script_for(token, deadline_s, host))}"
 
 
-POOL = pytest.StashKey[FactsPool]()
+POOL = pytest.StashKey[ProbePool]()
+POOL_SUMMARY = pytest.StashKey[list]()
 
 
-def facts_pool(config: pytest.Config) -> FactsPool:
-    """The run's probe pool (made on first use) with every host of this process submitted, in the
+def probe_pool(config: pytest.Config) -> ProbePool:
+    """The run's probe pool (made on first use; one pool per host kind behind it, each made when
+    a host of its kind is first submitted) with every host of this process submitted, in the
     order given: an xdist worker probes only the hosts it gets, as their checks ask."""
     if POOL not in config.stash:
         loaded: profile_mod.LoadedProfile = config.stash[keys.PROFILE]
-        config.stash[POOL] = FactsPool(in_clean_environment(probe_script(loaded)), loaded.profile.timeouts.probe_s,
-                                       loaded.profile.parallel_probes)
+        probe_s = loaded.profile.timeouts.probe_s
+        config.stash[POOL] = ByKind(
+            {K8S_NODE: lambda: k8s_node_fixtures.probe_pods(config, probe_script(loaded))},
+            lambda: FactsPool(in_clean_environment(probe_script(loaded)), probe_s, loaded.profile.parallel_probes),
+            probe_s)
         if not hasattr(config, "workerinput"):
-            for h in all_hosts(config):  # probe every host at once, not one by one
-                if not k8s_node.is_k8s_node(h):  # those are probed through pods (k8s_node_fixtures.py)
-                    config.stash[POOL].submit(host_label(h), lambda h=h: h)
+            config.stash[POOL].submit(all_hosts(config))  # probe every host at once, not one by one
     return config.stash[POOL]
+
+
+def _close_pool(config: pytest.Config) -> None:
+    if POOL in config.stash:
+        config.stash.setdefault(POOL_SUMMARY, []).extend(config.stash[POOL].close())
 
 
 def pytest_collection(session: pytest.Session) -> None:
@@ -80,29 +85,30 @@ def pytest_collection(session: pytest.Session) -> None:
     if opt.collectonly or getattr(opt, "numprocesses", None):
         return
     if not opt.markexpr or Expression.compile(opt.markexpr).evaluate(lambda name, **kw: name == "node"):
-        facts_pool(session.config)
+        probe_pool(session.config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if POOL in config.stash:
-        config.stash[POOL].close()
+    _close_pool(config)
 
 
 @pytest.fixture(scope="session")
-def _facts_pool(pytestconfig: pytest.Config):
-    pool = facts_pool(pytestconfig)
-    yield pool
-    pool.close()
+def _probe_pool(pytestconfig: pytest.Config):
+    yield probe_pool(pytestconfig)
+    _close_pool(pytestconfig)
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    for line in config.stash.get(POOL_SUMMARY, ()):
+        terminalreporter.write_line(f"gpuconform: {line}")
 
 
 # ``node`` and ``expected`` follow testinfra's ``host`` (module-scoped): made once per module and
 # host, not once per check, as thousands of items would otherwise pay for.
 @pytest.fixture(scope="module")
-def node(host, _facts_pool: FactsPool, request: pytest.FixtureRequest) -> NodeFacts:
+def node(host, _probe_pool: ProbePool) -> NodeFacts:
     """Facts of the host under test, gathered once per host."""
-    if k8s_node.is_k8s_node(host):
-        return request.getfixturevalue("_k8s_node_probes").get(host_label(host))
-    return _facts_pool.get(host_label(host), lambda: host)
+    return _probe_pool.get(host)
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,11 @@ from __future__ import annotations
 import pytest
 import testinfra
 
-from gpuconform.node import k8s_node
-from gpuconform.plugin import keys
+from gpuconform.plugin import k8s_node_fixtures, keys
 from gpuconform.report.record import HOST_PARAM as PARAM  # the parametrized argument behind ``host``
 _RESOLVED = pytest.StashKey[tuple]()
 _WORKER_KEY = "gpuconform_hosts"
+_UNRESOLVED_KEY = "gpuconform_unresolved_hosts"  # a selector that matched nothing: its placeholder host -> why
 
 
 def specs(config: pytest.Config) -> tuple[str, ...]:
@@ -32,12 +32,11 @@ def specs(config: pytest.Config) -> tuple[str, ...]:
         workerinput = getattr(config, "workerinput", {})
         if _WORKER_KEY in workerinput:
             resolved = tuple(workerinput[_WORKER_KEY])
+            config.stash[k8s_node_fixtures.UNRESOLVED] = dict(workerinput[_UNRESOLVED_KEY])
         elif given is None:
             resolved = ()
         elif given.selectors:
-            # the k8s-node fixtures' connection (by name: that module imports the fixtures, which import this one)
-            connector = config.pluginmanager.get_plugin("gpuconform-k8s-node-fixtures").connector
-            resolved = tuple(k8s_node.expand_selectors(",".join(given.specs), connector(config)).split(","))
+            resolved = tuple(k8s_node_fixtures.resolve_hosts(config, list(given.specs)))
         else:
             resolved = given.specs
         config.stash[_RESOLVED] = resolved
@@ -56,6 +55,7 @@ def all_hosts(config: pytest.Config) -> list:
 @pytest.hookimpl(optionalhook=True)  # only with pytest-xdist, on its controller
 def pytest_configure_node(node) -> None:
     node.workerinput[_WORKER_KEY] = list(specs(node.config))
+    node.workerinput[_UNRESOLVED_KEY] = dict(node.config.stash.get(k8s_node_fixtures.UNRESOLVED, {}))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

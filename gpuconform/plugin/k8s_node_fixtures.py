@@ -1,13 +1,16 @@
-"""Fixtures of ``k8s-node://`` hosts: the probe pods of this process (gpuconform/node/k8s_node.py),
-every such host submitted at once in one batch, their namespace deleted when the session ends."""
+"""What this run's options and profile make of ``k8s-node://`` hosts: the connection to the API
+server, the hosts its label selectors resolve to, and the pool of their probe pods
+(gpuconform/node/k8s_node/; the run's one probe pool hands those hosts to it: fixtures.py)."""
 from __future__ import annotations
 
 import pytest
 
 from gpuconform import profile as profile_mod
+from gpuconform.node.k8s_node import spec
 from gpuconform.plugin import keys
 
-PROBE_PODS = pytest.StashKey["object"]()
+#: hosts that stand for a selector this process could not resolve -> why (their facts are that error)
+UNRESOLVED = pytest.StashKey[dict]()
 
 
 def _connect(config: pytest.Config, prof: profile_mod.Profile):
@@ -21,32 +24,27 @@ def _connect(config: pytest.Config, prof: profile_mod.Profile):
 
 
 def connector(config: pytest.Config):
-    """``connect()`` for this run's options and profile (also what expands selectors)."""
+    """``connect()`` for this run's options and profile."""
     prof = config.stash[keys.PROFILE].profile
     return lambda: _connect(config, prof)
 
 
-@pytest.fixture(scope="session")
-def _k8s_node_probes(pytestconfig: pytest.Config, gpuconform_profile: profile_mod.LoadedProfile):
-    from gpuconform.node import k8s_node
-    from gpuconform.plugin.fixtures import all_hosts, host_label, probe_script
-    prof = gpuconform_profile.profile
+def resolve_hosts(config: pytest.Config, specs: list[str]) -> list[str]:
+    """``specs`` (checked host specs) with every ``k8s-node://?selector=`` resolved to its nodes
+    (one request per selector, none without one); a selector that resolves to nothing stays as a
+    host whose probe says why."""
+    resolved = spec.resolve(specs, connector(config))
+    config.stash.setdefault(UNRESOLVED, {}).update(resolved.unresolved)
+    return resolved.hosts
+
+
+def probe_pods(config: pytest.Config, script_for):
+    """The probe pool of this process's ``k8s-node://`` hosts."""
+    from gpuconform.node.k8s_node.pods import ProbePods
+    from gpuconform.node.k8s_node.template import Settings
+    prof = config.stash[keys.PROFILE].profile
     t, k = prof.timeouts, prof.k8s_node
-    probes = k8s_node.ProbePods(
-        connector(pytestconfig),
-        k8s_node.Settings(image=k.image, image_pull_policy=k.image_pull_policy, start_s=k.start_s,
-                          probe_s=t.probe_s, api_s=prof.cluster.timeouts.api_s, parallel=k.parallel),
-        probe_script(gpuconform_profile))
-    pytestconfig.stash[PROBE_PODS] = probes
-    if not hasattr(pytestconfig, "workerinput"):  # an xdist worker probes only the hosts it gets
-        probes.submit([host_label(h) for h in all_hosts(pytestconfig) if k8s_node.is_k8s_node(h)])
-    yield probes
-    errors = probes.close()
-    probes.summary = [f"gpuconform: k8s-node probes: {probes.pods_created} pods in namespace {probes.namespace} "
-                      f"(deleted), {probes.request_count} API requests"] + [f"gpuconform: cleanup: {e}" for e in errors]
-
-
-def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    probes = config.stash.get(PROBE_PODS, None)
-    for line in getattr(probes, "summary", ()):
-        terminalreporter.write_line(line)
+    return ProbePods(connector(config),
+                     Settings(image=k.image, image_pull_policy=k.image_pull_policy, start_s=k.start_s,
+                              probe_s=t.probe_s, api_s=prof.cluster.timeouts.api_s, parallel=k.parallel),
+                     script_for, config.stash.get(UNRESOLVED, {}))

@@ -1,6 +1,7 @@
 """The remediation fixture (``--remediate=plan|apply``): after the checks, each failed node check
 that has a companion script gets it run on the same host over the same connection; with
-``apply`` the host is then probed once more and each of those checks re-judged on the new facts.
+``apply`` the host is then probed once more, through the run's probe pool and under its deadline,
+and each of those checks re-judged on the new facts.
 
 Nothing here runs unless ``--remediate`` is given: the checks stay read-only; only this fixture
 writes, and only on the hosts whose checks failed.
@@ -13,7 +14,7 @@ import inspect
 import pytest
 
 from gpuconform.node import remediation
-from gpuconform.node.collect import probe_host
+from gpuconform.node.pool import ProbePool
 from gpuconform.redact import redact
 
 PLAN, APPLY = "plan", "apply"
@@ -59,7 +60,6 @@ class Remediator:
         self.wanted = wanted
         self.failures: dict[str, list[_Failure]] = {}
         self.results: list[dict] = []
-        self.probe_script: str | None = None
 
     def note(self, item: pytest.Item, record: dict, facts, fix: remediation.Fix | None) -> None:
         """Called by the report hook for each final result, with the failure's companion fix."""
@@ -70,22 +70,22 @@ class Remediator:
         host = item.funcargs.get("host")
         if fix is None or host is None:
             return
-        self.probe_script = item.funcargs["_facts_pool"].script
         names = inspect.signature(item.obj).parameters  # the check's own arguments, to call it again
         self.failures.setdefault(facts.host, []).append(_Failure(
             record["check_id"], record["param"], host, fix, item.obj,
             {n: item.funcargs[n] for n in names if n in item.funcargs}))
 
-    def run(self) -> None:
+    def run(self, pool: ProbePool) -> None:
+        """Fix each host's failures; with ``apply``, re-probe it through ``pool`` (the run's)."""
         for label, failures in self.failures.items():
-            self._remediate_host(label, failures, self.probe_script)
+            self._remediate_host(label, failures, pool)
         self.failures = {}
 
-    def _remediate_host(self, label: str, failures: list[_Failure], probe_script: str) -> None:
+    def _remediate_host(self, label: str, failures: list[_Failure], pool: ProbePool) -> None:
         host = failures[0].host
         runs = {fix: remediation.run_script(host, fix, self.apply)
                 for fix in remediation.ordered([f.fix for f in failures])}
-        facts = probe_host(host, label, probe_script) if self.apply else None  # one re-probe
+        facts = pool.reprobe(host) if self.apply else None  # one re-probe
         for f in failures:
             run = runs[f.fix]
             state, why = remediation.outcome(self.apply, run, _recheck(f, facts) if self.apply else "")
@@ -116,9 +116,11 @@ def _recheck(f: _Failure, facts) -> str | None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _gpuconform_remediation(pytestconfig: pytest.Config):
-    """After every check of this process has run, fix what failed (only with --remediate)."""
+def _gpuconform_remediation(request: pytest.FixtureRequest):
+    """After every check of this process has run, fix what failed (only with --remediate), before
+    the probe pool that re-probes the hosts closes (requested here, it is torn down after this)."""
+    remediator = request.config.stash.get(REMEDIATOR, None)
+    pool = request.getfixturevalue("_probe_pool") if remediator is not None else None
     yield
-    remediator = pytestconfig.stash.get(REMEDIATOR, None)
     if remediator is not None and remediator.failures:
-        remediator.run()
+        remediator.run(pool)

@@ -230,7 +230,7 @@ class Group(Strict):
 
 class K8sNodeProbes(Strict):
     """How ``k8s-node://`` hosts are probed: one short-lived privileged pod per node
-    (gpuconform/node/k8s_node.py)."""
+    (gpuconform/node/k8s_node/)."""
     image: str = Field("docker.io/library/busybox:1.37.0",
                        description="image of the probe pods; only its `chroot` runs (closed networks: "
                                    "the internal mirror of any image with a chroot binary)")

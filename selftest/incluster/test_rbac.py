@@ -241,7 +241,7 @@ def fenced_namespaces(admin, installed, sa_kubeconfig):
 
 
 def _probe_pod(namespace: str) -> dict:
-    """The probe pod exactly as the suite builds it (gpuconform/node/k8s_node.py)."""
+    """The probe pod exactly as the suite builds it (gpuconform/node/k8s_node/template.py)."""
     settings = k8s_node.Settings(image="busybox:1", image_pull_policy="IfNotPresent", start_s=60, probe_s=60,
                                  api_s=10, parallel=8)
     return k8s_node.pod_body(k8s_node.pod_name(PROBED), PROBED, "echo probe", namespace, {}, settings)

@@ -20,6 +20,8 @@ class Fleet:
         fleet = self
 
         class Host:
+            backend = SimpleNamespace(get_hostname=lambda: name)
+
             def run(self, script):
                 with fleet.lock:
                     fleet.started.append(name)
@@ -35,13 +37,13 @@ class Fleet:
 def test_hosts_are_probed_in_submission_order_a_few_at_once():
     fleet, names = Fleet(), [f"gpu-{i:02d}" for i in range(24)]
     pool = FactsPool(lambda token, deadline_s, host="": "true", timeout_s=10, workers=3)
-    for name in names:
-        pool.submit(name, lambda name=name: fleet.host(name))
-    first = pool.get(names[0], lambda: None)
+    hosts = [fleet.host(name) for name in names]
+    pool.submit(hosts)
+    first = pool.get(hosts[0])
     assert len(fleet.started) < len(names), "the first host's facts waited for the whole fleet"
-    for name in names:
-        pool.get(name, lambda: None)
-    pool.close()
+    for host in hosts:
+        pool.get(host)
+    assert pool.close() == []
     assert first.error  # these hosts print no probe output: an error, not facts
     assert sorted(fleet.started) == names
     # three workers take from one queue: a host starts at most two places from its turn

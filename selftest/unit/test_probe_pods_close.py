@@ -7,15 +7,20 @@ namespace was deleted, and only then was the forbidden delete answered: its line
 import threading
 import time
 
+import testinfra
+
 from gpuconform.node import k8s_node
 from gpuconform.node.facts import NodeFacts
+from gpuconform.node.k8s_node.pods import ProbePods
 
+k8s_node.register_backend()
+WORKER = testinfra.get_host("k8s-node://gpu-worker-1")
 SETTINGS = k8s_node.Settings(image="probe", image_pull_policy="IfNotPresent", start_s=5, probe_s=5,
                              api_s=1.0, parallel=4)
 
 
-def _pods(batch_takes: float, order: list[str], settle: bool = True) -> k8s_node.ProbePods:
-    probes = k8s_node.ProbePods(lambda: None, SETTINGS, lambda token, deadline, host="": "true")
+def _pods(batch_takes: float, order: list[str], settle: bool = True) -> ProbePods:
+    probes = ProbePods(lambda: None, SETTINGS, lambda token, deadline, host="": "true")
     probes.cleanup.add("namespace", lambda: order.append("namespace deleted"))
 
     def run_batch(batch, labels):
@@ -32,16 +37,16 @@ def _pods(batch_takes: float, order: list[str], settle: bool = True) -> k8s_node
 def test_close_waits_for_the_batch_and_keeps_what_it_could_not_do():
     order: list[str] = []
     probes = _pods(0.3, order)
-    assert probes.get("gpu-worker-1").host == "gpu-worker-1"  # settled: the check can end now
-    errors = probes.close()
+    assert probes.get(WORKER).host == "gpu-worker-1"  # settled: the check can end now
+    summary = probes.close()
     assert order == ["pods deleted", "namespace deleted"]
-    assert errors == ["probe pods in ns: forbidden: needs deletecollection pods"]
+    assert summary[1:] == ["cleanup: probe pods in ns: forbidden: needs deletecollection pods"], summary
 
 
 def test_close_does_not_wait_past_its_bound_for_a_batch_that_hangs():
     order: list[str] = []
     probes = _pods(30, order)
-    probes.get("gpu-worker-1")
+    probes.get(WORKER)
     started = time.monotonic()
     probes.close()
     took = time.monotonic() - started
@@ -54,7 +59,7 @@ def test_close_does_not_wait_for_a_batch_still_watching():
     """Ctrl-C while pods are still being followed: the namespace's deletion takes them, now."""
     order: list[str] = []
     probes = _pods(30, order, settle=False)
-    probes.submit(["gpu-worker-1"])
+    probes.submit([WORKER])
     started = time.monotonic()
     probes.close()
     assert order == ["namespace deleted"] and time.monotonic() - started < 0.5

@@ -1,16 +1,11 @@
-"""Node checks through Kubernetes, no SSH: ``--hosts=k8s-node://<node>`` and
-``--hosts=k8s-node://?selector=<label selector>``.
-
-Each node gets one short-lived pod that runs the same read-only probe
-(:func:`gpuconform.node.probe.build_script`) against the node's own root: ``hostPID``, the
-node's ``/`` mounted read-only at ``/host`` (recursively where the runtime can:
-``recursiveReadOnly: IfPossible``), ``chroot /host /bin/sh -c <probe>`` as its command, the
-output read back from the pod's log and turned into facts by the SSH path's own
-:func:`gpuconform.node.collect.probe_host`, so verdicts and evidence are those of an SSH run.
+"""The batched probe-pod client of ``k8s-node://`` hosts: a probe pool
+(:class:`gpuconform.node.pool.ProbePool`) whose probes are pods (:mod:`.template`).
 
 Pods are created in batches (``parallel`` creates in flight), followed by ONE watch on their
 namespace, and their logs are read as they finish: N nodes cost about 2N concurrent requests
-(create, log) plus a handful, never N sequential round trips.
+(create, log) plus a handful, never N sequential round trips. A pod's log is the probe's output,
+parsed as what an SSH host printed (:func:`gpuconform.node.collect.facts_from_output`), so
+verdicts and evidence are those of an SSH run.
 
 Where the pods live: a companion namespace of the run, ``gpuconform-<run id>-node-probes``,
 labelled like the run's namespace (``app.kubernetes.io/managed-by=gpuconform``,
@@ -30,129 +25,29 @@ import dataclasses
 import datetime as dt
 import hashlib
 import math
-import re
 import threading
 import time
-import urllib.parse
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
-from testinfra.backend import base
-
-from gpuconform.node.collect import host_deadline_s, probe_host
+from gpuconform.cluster import pods as pod_states
+from gpuconform.cluster.namespace import STARTED_ANNOTATION, Cleanup, RunNamespace, new_run_id, run_labels
+from gpuconform.cluster.waiting import WaitTimeout, watch_until
+from gpuconform.node.collect import facts_from_output, host_deadline_s
 from gpuconform.node.facts import NodeFacts
+from gpuconform.node.k8s_node.template import (CONTAINER, NAMESPACE_SUFFIX, POD_SECURITY_PRIVILEGED, Settings,
+                                               pod_body, pod_name)
+from gpuconform.node.pool import label
 
-SCHEME = "k8s-node"
-#: the host name a selector that could not be expanded keeps (its facts carry the reason)
-SELECTOR_HOST = "selector="
-CONTAINER = "probe"
-HOST_MOUNT = "/host"
-COMPONENT = {"app.kubernetes.io/component": "node-probe"}
-NODE_ANNOTATION = "gpuconform.io/node"
 BATCH_LABEL = "gpuconform.io/probe-batch"
-NAMESPACE_SUFFIX = "-node-probes"
-POD_SECURITY_PRIVILEGED = {"pod-security.kubernetes.io/enforce": "privileged",
-                           "pod-security.kubernetes.io/enforce-version": "latest"}
 #: waiting reasons that will not change by waiting longer (an image name that cannot be pulled
 #: as written, ``imagePullPolicy: Never`` without the image on the node)
 HOPELESS = ("InvalidImageName", "ErrImageNeverPull")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-
-#: selectors this process could not expand: host name -> why (set at configure, read by the probes)
-UNRESOLVED: dict[str, str] = {}
 
 
-# -- host specs -------------------------------------------------------------------------------
-def register_backend() -> None:
-    """Make ``k8s-node://`` a testinfra connection type, so that ``--hosts`` and the ``host``
-    fixture treat it like any other (testinfra looks backends up in this table)."""
-    import testinfra.backend
-    testinfra.backend.BACKENDS.setdefault(SCHEME, f"{__name__}.K8sNodeBackend")
-
-
-class K8sNodeBackend(base.BaseBackend):
-    """A Kubernetes node as a testinfra host: named by the node, probed only through a probe
-    pod (:class:`ProbePods`); it has no shell to run anything else on."""
-    NAME = SCHEME
-
-    def __init__(self, name: str, *args: Any, **kwargs: Any):
-        self.node = urllib.parse.unquote(name)
-        super().__init__(self.node, *args, **kwargs)
-
-    def run(self, command: str, *args: str, **kwargs: Any):
-        raise RuntimeError(f"{SCHEME}://{self.node} is read through a read-only probe pod only; "
-                           f"what needs a shell on the host (--remediate) needs ssh:// access")
-
-
-def is_k8s_node(host) -> bool:
-    return getattr(host, "backend", None) is not None and host.backend.get_connection_type() == SCHEME
-
-
-def check_spec(spec: str) -> str | None:
-    """Why ``spec`` (a ``k8s-node://`` host spec) is not valid, or None."""
-    url = urllib.parse.urlsplit(spec)
-    query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-    if url.path not in ("", "/"):
-        return "a node name has no '/' (a selector is written k8s-node://?selector=KEY=VALUE)"
-    if url.netloc:
-        if query:
-            return "a node name takes no ?options (k8s-node://NODE or k8s-node://?selector=...)"
-        if not (_DNS_SUBDOMAIN.match(url.netloc) and len(url.netloc) <= 253):
-            return f"{url.netloc!r} is not a Kubernetes node name (lower-case DNS subdomain)"
-        return None
-    if set(query) != {"selector"} or len(query["selector"]) != 1 or not query["selector"][0].strip():
-        return ("no node: name one (k8s-node://gpu-worker-1) or select by label "
-                "(k8s-node://?selector=nvidia.com/gpu.present=true; write a comma inside it as %2C)")
-    return None
-
-
-def selector_of(spec: str) -> str | None:
-    if not spec.startswith(f"{SCHEME}://?"):
-        return None
-    return urllib.parse.parse_qs(urllib.parse.urlsplit(spec).query)["selector"][0].strip()
-
-
-def expand_selectors(specs: str, connect: Callable[[], Any]) -> str:
-    """``specs`` with every ``k8s-node://?selector=S`` replaced by one ``k8s-node://<node>`` per
-    node the API server lists for ``S`` (one list request per selector). A selector the server
-    cannot answer, or that matches no node, stays as one host (``selector=S``) whose probe is
-    an error saying why: the run reports it instead of silently checking nothing."""
-    out, cluster = [], None
-    for spec in specs.split(","):
-        selector = selector_of(spec)
-        if selector is None:
-            out.append(spec)
-            continue
-        why = None
-        try:
-            cluster = cluster or connect()
-            doc = cluster.get_json("/api/v1/nodes", {"labelSelector": selector},
-                                   what=f"listing the nodes of selector {selector}")
-            names = sorted(n["metadata"]["name"] for n in doc.get("items", []))
-        except Exception as exc:  # noqa: BLE001 - ClusterError, or no kubernetes config at all
-            names, why = [], f"cannot list the nodes of selector {selector!r}: {exc}"
-        if not names:
-            host = SELECTOR_HOST + selector
-            UNRESOLVED[host] = why or f"no node matches selector {selector!r}"
-            out.append(f"{SCHEME}://" + urllib.parse.quote(host, safe="=."))
-        out += [f"{SCHEME}://{name}" for name in names if f"{SCHEME}://{name}" not in out]
-    return ",".join(out)
-
-
-# -- probe pods --------------------------------------------------------------------------------
 class PodProblem(NodeFacts):
     """The node's probe pod did not run to its end: the node could not be checked (the node's
     own reachability verdict is "error", not "fail")."""
     could_not_check = True
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    image: str
-    image_pull_policy: str
-    start_s: float        # creation until the container runs (scheduling, image pull)
-    probe_s: float        # the probe itself, from the container's start
-    api_s: float          # one API request
-    parallel: int
 
 
 @dataclasses.dataclass
@@ -167,59 +62,6 @@ class _Pod:
     give_up: float = math.inf      # monotonic: get() stops waiting (only if the batch itself broke)
 
 
-def pod_name(node: str) -> str:
-    """``probe-<node>``, or a hashed one where that is longer than 63 characters (kept to the
-    length of a DNS label, which a pod's host name must be)."""
-    name = f"probe-{node}"
-    if len(name) <= 63:
-        return name
-    return f"probe-{hashlib.sha256(node.encode()).hexdigest()[:16]}-{node[:30].rstrip('.-')}"
-
-
-def pod_body(name: str, node: str, script: str, namespace: str, labels: dict, s: Settings) -> dict:
-    """One probe pod: pinned to ``node`` through the scheduler (so an unschedulable node says
-    why), tolerating every taint (GPU, cordoned, NotReady nodes are probed too), host PID and
-    network (the node's processes; no pod network needed), the node's / read-only at /host."""
-    return {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace, "labels": {**labels, **COMPONENT},
-                     "annotations": {NODE_ANNOTATION: node}},
-        "spec": {
-            "restartPolicy": "Never",
-            "hostPID": True,
-            "hostNetwork": True,
-            "automountServiceAccountToken": False,
-            "enableServiceLinks": False,
-            "terminationGracePeriodSeconds": 1,
-            # the kubelet's own end of the pod, should this run die before deleting it
-            "activeDeadlineSeconds": math.ceil(s.start_s + host_deadline_s(s.probe_s)),
-            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                "nodeSelectorTerms": [{"matchFields": [
-                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}},
-            "tolerations": [{"operator": "Exists"}],
-            "containers": [{
-                "name": CONTAINER, "image": s.image, "imagePullPolicy": s.image_pull_policy,
-                "command": ["chroot", HOST_MOUNT, "/bin/sh", "-c", script],
-                "securityContext": {"privileged": True},
-                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}},
-                "volumeMounts": [{"name": "host-root", "mountPath": HOST_MOUNT, "readOnly": True,
-                                  "recursiveReadOnly": "IfPossible"}],
-            }],
-            "volumes": [{"name": "host-root", "hostPath": {"path": "/", "type": "Directory"}}],
-        },
-    }
-
-
-class _Answered:
-    """What the pod printed and how it exited, handed to the SSH path's facts parser as the
-    result of ``host.run``."""
-
-    def __init__(self, stdout: str, rc: int | None):
-        self.stdout, self.stderr, self.rc = stdout, "", rc
-
-    def run(self, _script: str) -> "_Answered":
-        return self
-
 
 def _container_state(pod: dict) -> dict:
     for cs in (pod.get("status") or {}).get("containerStatuses") or []:
@@ -229,41 +71,83 @@ def _container_state(pod: dict) -> dict:
 
 
 class ProbePods:
-    """Probes nodes through pods, in batches; hands out each node's facts."""
+    """The probe pool of ``k8s-node://`` hosts: probes nodes through pods, in batches; hands out
+    each node's facts."""
 
-    def __init__(self, connect: Callable[[], Any], settings: Settings,
-                 script_for: Callable[..., str]):
+    def __init__(self, connect: Callable[[], Any], settings: Settings, script_for: Callable[..., str],
+                 unresolved: dict[str, str] | None = None):
         """``connect()``: a :class:`gpuconform.cluster.connect.Cluster` (made on first use);
-        ``script_for(token, deadline_s)``: the probe script, as for SSH hosts."""
-        from gpuconform.cluster.namespace import Cleanup, new_run_id, run_labels
+        ``script_for(token, deadline_s, host)``: the probe script, as for SSH hosts;
+        ``unresolved``: hosts that stand for a selector that could not be resolved -> why
+        (:func:`gpuconform.node.k8s_node.spec.resolve`): their facts are that error, no pod."""
         self._connect = connect
         self.settings = settings
+        self.deadline_s = settings.probe_s
         self._script_for = script_for
+        self._unresolved = dict(unresolved or {})
         self.cluster = None
         self.cleanup = Cleanup()
         self.run_id = new_run_id()
         self.labels = run_labels(self.run_id)
         self.namespace = f"gpuconform-{self.run_id}{NAMESPACE_SUFFIX}"
         self._pods: dict[str, _Pod] = {}
+        self._attempts: dict[str, int] = {}
         self._lock = threading.Lock()
         self._ns_ready: cf.Future | None = None
         self._batches = 0
         self._batch_threads: list[tuple[threading.Thread, list[_Pod]]] = []
         self.pods_created = 0
 
-    # -- the public side ------------------------------------------------------------------------
-    def submit(self, nodes: list[str]) -> None:
-        """Start probing ``nodes`` (those not asked for yet) in one batch, in the background."""
+    # -- the pool's contract (gpuconform/node/pool.py) ------------------------------------------------
+    def submit(self, hosts: Iterable[Any]) -> None:
+        """Start probing ``hosts`` (those not asked for yet) in one batch, in the background."""
+        self._start([label(h) for h in hosts], again=False)
+
+    def get(self, host: Any) -> NodeFacts:
+        self.submit([host])
+        return self._wait(self._pods[label(host)])
+
+    def reprobe(self, host: Any) -> NodeFacts:
+        """Probe the node once more, with a pod of its own, under the same deadlines."""
+        node = label(host)
+        self._start([node], again=True)
+        return self._wait(self._pods[node])
+
+    def close(self) -> list[str]:
+        """Delete what the run created (pods with their namespace); returns the summary line and
+        what could not be deleted. A batch whose pods have all settled may still be deleting them
+        (one request): that ends first, within a bound, so what it could not do is said and the
+        namespace goes after its pods. A batch still watching (the run was cut short) is left to
+        the namespace's deletion."""
+        deadline = time.monotonic() + 2 * self.settings.api_s
+        with self._lock:
+            deleting = [t for t, batch in self._batch_threads if all(p.settled for p in batch)]
+        for thread in deleting:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        errors = self.cleanup.run()
+        if self.cluster is not None:
+            self.cluster.close()
+        return [f"k8s-node probes: {self.pods_created} pods in namespace {self.namespace} (deleted), "
+                f"{self.request_count} API requests"] + [f"cleanup: {e}" for e in errors]
+
+    @property
+    def request_count(self) -> int:
+        return self.cluster.request_count if self.cluster is not None else 0
+
+    # -- pods and batches -----------------------------------------------------------------------
+    def _start(self, nodes: list[str], again: bool) -> None:
+        """One batch of pods for ``nodes``: those not probed yet, or (``again``) all of them anew."""
         with self._lock:
             batch = []
             for node in dict.fromkeys(nodes):
-                if node in self._pods:
+                if node in self._pods and not again:
                     continue
-                token = hashlib.sha256(f"{self.run_id}/{node}".encode()).hexdigest()[:24]
+                attempt = self._attempts[node] = self._attempts.get(node, -1) + 1
+                token = hashlib.sha256(f"{self.run_id}/{node}/{attempt}".encode()).hexdigest()[:24]
                 script = self._script_for(token, host_deadline_s(self.settings.probe_s), node)
-                self._pods[node] = pod = _Pod(node, pod_name(node), script, cf.Future())
-                if node in UNRESOLVED:
-                    self._settle(pod, PodProblem(node, {}, UNRESOLVED[node]))
+                self._pods[node] = pod = _Pod(node, pod_name(node, attempt), script, cf.Future())
+                if node in self._unresolved:
+                    self._settle(pod, PodProblem(node, {}, self._unresolved[node]))
                 else:
                     batch.append(pod)
             for pod in batch:
@@ -278,38 +162,17 @@ class ProbePods:
                 self._batch_threads.append((thread, batch))
             thread.start()
 
-    def get(self, node: str) -> NodeFacts:
-        self.submit([node])
-        pod = self._pods[node]
+    def _wait(self, pod: _Pod) -> NodeFacts:
         # the batch settles every pod by its own deadline; this bound only guards against a bug
         try:
             return pod.future.result(timeout=max(0.0, pod.give_up - time.monotonic()))
         except cf.TimeoutError:
-            return PodProblem(node, {}, f"node {node}: its probe pod was not followed to its end (internal)")
+            return PodProblem(pod.node, {}, f"node {pod.node}: its probe pod was not followed to its end (internal)")
 
     def _watch_timeout(self, pods: int) -> float:
         """The batch's whole wait: every pod's own deadlines, plus the creates of the batch."""
         s = self.settings
         return s.start_s + host_deadline_s(s.probe_s) + 4 * s.api_s + pods / s.parallel * s.api_s
-
-    def close(self) -> list[str]:
-        """Delete what the run created (pods with their namespace); returns what could not be.
-        A batch whose pods have all settled may still be deleting them (one request): that ends
-        first, within a bound, so what it could not do is said and the namespace goes after its
-        pods. A batch still watching (the run was cut short) is left to the namespace's deletion."""
-        deadline = time.monotonic() + 2 * self.settings.api_s
-        with self._lock:
-            deleting = [t for t, batch in self._batch_threads if all(p.settled for p in batch)]
-        for thread in deleting:
-            thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        errors = self.cleanup.run()
-        if self.cluster is not None:
-            self.cluster.close()
-        return errors
-
-    @property
-    def request_count(self) -> int:
-        return self.cluster.request_count if self.cluster is not None else 0
 
     # -- one batch ----------------------------------------------------------------------------------
     def _settle(self, pod: _Pod, facts: NodeFacts) -> None:
@@ -349,7 +212,6 @@ class ProbePods:
             self._ns_ready.result()
             return
         try:
-            from gpuconform.cluster.namespace import STARTED_ANNOTATION, RunNamespace
             self.cluster = self._connect()
             ns = RunNamespace(self.cluster, self.cleanup, self.run_id)
             ns.name = self.namespace
@@ -380,8 +242,6 @@ class ProbePods:
 
     def _watch(self, batch: list[_Pod], pool: cf.ThreadPoolExecutor, labels: dict[str, str]) -> None:
         """One watch on the namespace until every pod of the batch is settled."""
-        from gpuconform.cluster import pods as pod_states
-        from gpuconform.cluster.waiting import WaitTimeout, watch_until
         s = self.settings
         by_name = {p.name: p for p in batch}
         seen_rv: dict[str, str] = {}
@@ -444,13 +304,11 @@ class ProbePods:
         except Exception as exc:  # noqa: BLE001
             self._problem(pod, f"finished ({obj['status'].get('phase')}), but its log could not be read: {exc}")
             return
-        facts = probe_host(_Answered(text, rc), pod.node, pod.script)
-        if facts.error and not text.strip():
+        if not text.strip():
             # no output at all: the container did not run the probe (e.g. no chroot in the image)
-            from gpuconform.cluster.pods import describe_pod
-            self._problem(pod, f"ended without output: {describe_pod(obj)}")
+            self._problem(pod, f"ended without output: {pod_states.describe_pod(obj)}")
             return
-        self._settle(pod, facts)
+        self._settle(pod, facts_from_output(pod.node, text, "", rc))
 
     def _delete_pods(self, created: list[_Pod], labels: dict[str, str]) -> None:
         """One collection delete for the batch's pods (the namespace goes at the end of the run)."""
