@@ -22,6 +22,11 @@ SUITE_CHECKS: dict[str, tuple[str, ...]] = {
 }
 
 
+def may_decide(check_id: str) -> bool:
+    """Whether ``check_id`` decides a requirement of some checklist: answered without one."""
+    return check_id.startswith(PREFIX) or any(check_id in checks for checks in SUITE_CHECKS.values())
+
+
 def requirement_of(check_id: str, requirement_ids) -> str | None:
     """The requirement (of ``requirement_ids``) that ``check_id`` decides, or None."""
     if check_id.startswith(PREFIX):

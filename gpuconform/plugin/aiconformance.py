@@ -3,6 +3,7 @@
 the process that writes the reports, then judged by the program's rules (a line per problem)."""
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,6 @@ class Export:
         self.config = config
         self.reports = reports
         self.section = profile.profile.ai_conformance
-        self.checklist = checklists.load(self.section.chosen_checklist())
         self.folder: Path | None = None
         opt = config.option
         if opt.gpuconform_ai_conformance is None or opt.collectonly or hasattr(config, "workerinput"):
@@ -33,6 +33,12 @@ class Export:
             raise inputs.InputError("--ai-conformance: the run's reports are its evidence: drop --no-reports")
         self.folder = inputs.report_dir(Path(opt.gpuconform_ai_conformance), "--ai-conformance")
 
+    @cached_property
+    def checklist(self) -> checklists.Checklist:
+        """The profile's checklist, read when a check may decide one of its requirements or the
+        export is written: a node run reads no YAML of the program (issue #27)."""
+        return checklists.load(self.section.chosen_checklist())
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_pycollect_makeitem(self, collector, name: str, obj) -> None:
         """A check that decides a requirement of the profile's checklist (mapping.py) carries the
@@ -43,7 +49,7 @@ class Export:
         if not isinstance(marks, list):  # a class may hold one MarkDecorator; checks are functions
             return
         check_id = next((m.kwargs.get("id", "") for m in marks if getattr(m, "name", None) == "check"), None)
-        if check_id and mapping.requirement_of(check_id, self.checklist.ids()) \
+        if check_id and mapping.may_decide(check_id) and mapping.requirement_of(check_id, self.checklist.ids()) \
                 and not any(m.name == MARKER for m in marks):
             pytest.mark.aiconformance(obj)
 

@@ -78,9 +78,11 @@ def _close_pool(config: pytest.Config) -> None:
         config.stash.setdefault(POOL_SUMMARY, []).extend(config.stash[POOL].close())
 
 
-def pytest_collection(session: pytest.Session) -> None:
-    """Without xdist, when node checks are asked for, the probes start before collection: at
-    thousands of items collecting them takes a second the probes' fan-out can use."""
+@pytest.hookimpl(tryfirst=True)  # before pytest reads every plugin's fixtures and prints its header
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Without xdist, when node checks are asked for, the probes start as soon as the inputs are
+    checked (plugin/hooks.py), before collection: at thousands of items collecting them takes a
+    second the probes' fan-out can use, and a small run's start is its fixed cost (issue #27)."""
     opt = session.config.option
     if opt.collectonly or getattr(opt, "numprocesses", None):
         return

@@ -97,18 +97,25 @@ class Hooks:
         run only when -m names it: `disruptive` ones change the platform, `aiconformance` ones
         judge the AI Conformance checklist (tests/cluster/README.md says why -m cluster leaves
         them out). (Order and xdist distribution: gpuconform/plugin/distribution.py.)"""
+        marks = {layer: getattr(pytest.mark, layer) for layer in CHECK_LAYERS}
+        of_file: dict[Path, list] = {}  # thousands of items (checks x hosts) share a dozen files
         for item in items:
-            parts = Path(str(item.path)).parts
-            for layer in CHECK_LAYERS:
-                if "tests" in parts and layer in parts[parts.index("tests"):]:
-                    item.add_marker(layer)
+            layers = of_file.get(item.path)
+            if layers is None:
+                parts = Path(str(item.path)).parts
+                below = parts[parts.index("tests"):] if "tests" in parts else ()
+                layers = of_file[item.path] = [marks[layer] for layer in CHECK_LAYERS if layer in below]
+            for mark in layers:
+                item.add_marker(mark)
         for marker in OPT_IN_MARKERS:
             if marker in (self.config.option.markexpr or ""):
                 continue
-            dropped = [i for i in items if _opt_in(i, marker)]
+            kept, dropped = [], []
+            for i in items:
+                (dropped if _opt_in(i, marker) else kept).append(i)
             if dropped:
                 self.config.hook.pytest_deselected(items=dropped)
-                items[:] = [i for i in items if not _opt_in(i, marker)]
+                items[:] = kept
 
     def pytest_report_header(self) -> list[str]:
         return [f"gpuconform {__version__}: profile {self.profile.name} ({self.profile.path}, "

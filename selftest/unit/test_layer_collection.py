@@ -69,3 +69,23 @@ def test_aiconformance_is_opt_in_and_only_its_checks():
     for expr in ("cluster", "not node"):
         listed = _selected(expr)[1]
         assert "test_aiconformance" not in listed and "test_workloads.py::test_no_gpu_without_request" in listed, listed[-2000:]
+
+
+#: run before pytest: reading a checklist of the AI Conformance program stops the run, naming the -m
+REFUSE_CHECKLIST = ("from gpuconform.aiconformance import checklist\n"
+                    "def refuse(version):\n"
+                    "    raise RuntimeError('AI conformance checklist ' + version + ' read')\n"
+                    "checklist.load = refuse\n")
+
+
+@pytest.mark.parametrize("expr, reads", [("node", False), ("cluster", True)])
+def test_only_a_run_whose_checks_may_decide_a_requirement_reads_the_checklist(expr, reads):
+    """The export's checklist is read when a check may decide one of its requirements (issue #27):
+    a node run reads none; a cluster run, whose checks do, reads it (and so trips the refusal)."""
+    code = REFUSE_CHECKLIST + ("import pytest, sys\nsys.exit(pytest.main(['--collect-only', '-q', "
+                               f"'-p', 'no:cacheprovider', '-m', {expr!r}, 'tests']))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    assert ("AI conformance checklist" in text) == reads, text[-2000:]
+    if not reads:
+        assert out.returncode == 0 and re.search(r"\d+(/\d+)? tests? collected", out.stdout), text[-2000:]
