@@ -105,3 +105,11 @@ def test_a_pod_reprobe_is_a_new_pod_of_its_own():
     assert probes.reprobe(host).error == "from probe-gpu-worker-1-1"
     assert len(batches) == 2 and batches[0][0][1] != batches[1][0][1]  # a token of its own
     assert probes.get(host).error == "from probe-gpu-worker-1-1"
+
+
+def test_the_host_list_tells_a_selector_from_a_node():
+    """The run's host list knows, without the API server, whether it holds k8s-node selectors
+    (plugin/hosts.py asks the API server only then)."""
+    from gpuconform.plugin.inputs import HostList
+    assert HostList(("k8s-node://?selector=nvidia.com/gpu.present=true",), "--hosts", None).selectors
+    assert not HostList(("k8s-node://h200", "ssh://root@10.0.0.1"), "--hosts", None).selectors

@@ -10,7 +10,7 @@
 The names of the first three that callers use are here too.
 """
 from gpuconform.node.k8s_node.backend import register_backend
-from gpuconform.node.k8s_node.spec import SCHEME, check_spec
+from gpuconform.node.k8s_node.spec import SCHEME, check_spec, selector_of
 from gpuconform.node.k8s_node.template import NAMESPACE_SUFFIX, Settings, pod_body, pod_name
 
-__all__ = ["NAMESPACE_SUFFIX", "SCHEME", "Settings", "check_spec", "pod_body", "pod_name", "register_backend"]
+__all__ = ["NAMESPACE_SUFFIX", "SCHEME", "Settings", "check_spec", "pod_body", "pod_name", "register_backend", "selector_of"]
