@@ -14,7 +14,8 @@ def _target(cluster, want) -> tuple[str, str]:
     node = want.mig_reconfigure.node or next(
         (nodes.name(n) for n in cluster.gpu_nodes() if nodes.labels(n).get("nvidia.com/mig.capable") == "true"), None)
     if node is None:
-        pytest.skip("no MIG-capable GPU worker (label nvidia.com/mig.capable=true) and no cluster.mig_reconfigure.node")
+        pytest.skip("the profile names no node to repartition (cluster.mig_reconfigure.node: null: the first "
+                    "MIG-capable worker) and no GPU worker is MIG-capable (label nvidia.com/mig.capable=true)")
     current = nodes.labels(cluster.node(node)).get(nodes.LABEL_MIG_CONFIG)
     to = want.mig_reconfigure.to or ("all-disabled" if current == "all-balanced" else "all-balanced")
     return node, to
