@@ -46,8 +46,11 @@ from testbed.waiting import wait_for  # noqa: E402
 LAYOUTS = (("1g", "all-1g.10gb"), ("bal", "all-balanced"), ("dis", "all-disabled"))
 PAUSED = ("kube-controller-manager", "kube-scheduler", "kwok", "devicesim", "nodeagent", "hostexec")
 #: paused from the start: the node agent plays device plugins, which do not run here (the nodes are
-#: created as published, with what their plugins would advertise; it would zero it)
-PAUSED_AT_START = ("nodeagent",)
+#: created as published, with what their plugins would advertise; it would zero it); the
+#: controller-manager's node lifecycle controller marks nodes Unknown whose lease kwok has not yet
+#: renewed, which at 10,000 nodes on 2 cores is thousands of them, and kwok then makes each Ready
+#: again: a tug of war that kept a 10,000-node setup from ever seeing all nodes Ready
+PAUSED_AT_START = ("nodeagent", "kube-controller-manager")
 GOAL_WALL_S, GOAL_REQUESTS = 60, 50
 THREADS = 32  # parallel requests of the setup (each a keep-alive connection of the client's pool)
 METRIC = re.compile(r'^apiserver_request_total\{([^}]*)\} (\d+(?:\.\d+)?(?:e\+\d+)?)$', re.M)
@@ -239,11 +242,11 @@ def main() -> int:
             print(f"goal: <= {GOAL_REQUESTS} requests, <= {GOAL_WALL_S} s -> "
                   f"{'met' if requests <= GOAL_REQUESTS and wall <= GOAL_WALL_S else 'NOT met'}")
             if args.keep:  # the controllers stay paused: the cluster stays as measured
-                print(f"kept up: {' '.join(cmd[1:])}; Ctrl-C stops it", flush=True)
-                try:
-                    signal.pause()
-                except KeyboardInterrupt:
-                    pass
+                print(f"kept up: {' '.join(cmd[1:])}; Ctrl-C or SIGTERM stops it", flush=True)
+                # waited for here, not by a handler: a shell's background job ignores SIGINT, and the
+                # bed's own SIGTERM handler would stop the paused (SIGSTOPped) processes one timeout each
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+                signal.sigwait({signal.SIGINT, signal.SIGTERM})
         finally:
             for pid in paused:
                 os.kill(pid, signal.SIGCONT)
