@@ -240,7 +240,7 @@ class ControlPlane:
             self._bin("kube-scheduler"), sched_kc, LOOPBACK, p["scheduler"]))
         self.supervisor.start("kwok", [
             self._bin("kwok"), f"--kubeconfig={self.kubeconfig}",
-            f"--config={MANIFESTS / 'kwok-stages.yaml'}", f"--config={MANIFESTS / 'kwok-config.yaml'}",
+            f"--config={MANIFESTS / 'kwok-stages.yaml'}",
             "--manage-all-nodes=false",
             f"--manage-nodes-with-annotation-selector={KWOK_NODE_ANNOTATION}=fake",
             f"--node-ip={LOOPBACK}", f"--node-port={p['kwok']}",
