@@ -91,8 +91,9 @@ class Remediator:
             state, why = remediation.outcome(self.apply, run, _recheck(f, facts) if self.apply else "")
             self.results.append({"host": label, "check_id": f.check_id, "param": f.param,
                                  "script": f.fix.script, "mode": PLAN if not self.apply else APPLY,
-                                 "state": state, "reason": redact(why), "fix": redact(f.fix.text()),
-                                 "output": redact(run.output[-OUTPUT_CHARS:])})
+                                 "state": state, "reason": why, "fix": f.fix.text(),
+                                 # masked before the cut: a secret cut in half no longer matches its pattern
+                                 "output": redact(run.output)[-OUTPUT_CHARS:]})
 
     def take_results(self) -> list[dict]:
         out, self.results = self.results, []
