@@ -30,7 +30,8 @@ def test_every_check_passes(good_run):
            if r["verdict"] != "pass" and k[0] != "cluster.kyverno.namespace_excluded"}
     assert not bad, bad
     assert results[("cluster.kyverno.namespace_excluded", "gpu-operator")]["verdict"] == "skip"
-    assert "Kyverno is not installed" in results[("cluster.kyverno.namespace_excluded", "gpu-operator")]["message"]
+    message = results[("cluster.kyverno.namespace_excluded", "gpu-operator")]["message"]
+    assert "Kyverno is not installed" in message and "cluster.kyverno.required: false" in message, message
 
 
 def test_one_result_per_worker_and_mig_profile(good_run):

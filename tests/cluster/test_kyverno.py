@@ -16,8 +16,8 @@ def test_kyverno_excludes_namespace(cluster, cluster_expected, excluded_namespac
     filter it out globally."""
     if not cluster.kyverno_installed():
         assert not cluster_expected.kyverno.required, "Kyverno is not installed (API group kyverno.io absent)"
-        pytest.skip("the profile does not require Kyverno (cluster.kyverno.required: false) and it is not installed "
-                    "(API group kyverno.io absent): nothing to exclude from")
+        pytest.skip("Kyverno is not installed (API group kyverno.io absent) and the profile does not require it "
+                    "(cluster.kyverno.required: false): nothing to exclude from")
     try:
         filters = cluster.kyverno_resource_filters()
     except ClusterError:
