@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuconform.aiconformance import checklist as checklists, export, mapping, rules
-from gpuconform.plugin import inputs
+
 
 MARKER = "aiconformance"
 FILE = "PRODUCT.yaml"
@@ -17,21 +17,12 @@ SHOWN_PROBLEMS = 20
 
 
 class Export:
-    def __init__(self, config: pytest.Config, reports, profile):
-        """The option's input is checked here, before anything runs (one line, exit 4)."""
+    def __init__(self, config: pytest.Config, reports, profile, folder: Path | None):
+        """``folder``: --ai-conformance's, checked with every input (plugin/inputs.py); None: none written here."""
         self.config = config
         self.reports = reports
         self.section = profile.profile.ai_conformance
-        self.folder: Path | None = None
-        opt = config.option
-        if opt.gpuconform_ai_conformance is None or opt.collectonly or hasattr(config, "workerinput"):
-            return
-        if self.section.product is None:
-            raise inputs.InputError(f"--ai-conformance: {profile.path}: ai_conformance.product: the product's "
-                                    f"metadata is required for PRODUCT.yaml (platform_name, vendor_name …)")
-        if opt.gpuconform_no_reports:
-            raise inputs.InputError("--ai-conformance: the run's reports are its evidence: drop --no-reports")
-        self.folder = inputs.report_dir(Path(opt.gpuconform_ai_conformance), "--ai-conformance")
+        self.folder = folder
 
     @cached_property
     def checklist(self) -> checklists.Checklist:

@@ -78,16 +78,16 @@ def _close_pool(config: pytest.Config) -> None:
         config.stash.setdefault(POOL_SUMMARY, []).extend(config.stash[POOL].close())
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest reads every plugin's fixtures and prints its header
-def pytest_sessionstart(session: pytest.Session) -> None:
+def start_probes(config: pytest.Config) -> None:
     """Without xdist, when node checks are asked for, the probes start as soon as the inputs are
-    checked (plugin/hooks.py), before collection: at thousands of items collecting them takes a
-    second the probes' fan-out can use, and a small run's start is its fixed cost (issue #27)."""
-    opt = session.config.option
+    checked (plugin/plugin.py), before the rest of the suite loads and collects: at thousands of
+    items collecting them takes a second the probes' fan-out can use, and a small run's start is
+    its fixed cost (issue #27)."""
+    opt = config.option
     if opt.collectonly or getattr(opt, "numprocesses", None):
         return
     if not opt.markexpr or Expression.compile(opt.markexpr).evaluate(lambda name, **kw: name == "node"):
-        probe_pool(session.config)
+        probe_pool(config)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -131,11 +131,23 @@ def _node_subject(request: pytest.FixtureRequest) -> gating.Subject:
 gating.register(gating.LayerGate("node", REACHABLE, "host answers the probe", _node_subject))
 
 
+#: the item being set up. The gate's fixture reads it instead of asking for ``request``: pytest makes
+#: a new fixture definition each time a fixture asks for ``request``, a tenth of the CPU of a run of
+#: thousands of items (issue #27)
+SETTING_UP = pytest.StashKey[pytest.Item]()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.config.stash[SETTING_UP] = item
+
+
 @pytest.fixture(autouse=True)
-def _gpuconform_blocked_by(request: pytest.FixtureRequest) -> None:
+def _gpuconform_blocked_by(pytestconfig: pytest.Config) -> None:
     """Skip as "blocked by <check>" when the layer's first check (host or API server answers) or
-    a prerequisite named in ``needs`` fails on the same target: node, cluster and kubeflow checks."""
-    reason = gating.blocked_by(request)
+    a prerequisite named in ``needs`` fails on the same target: node, cluster and kubeflow checks.
+    Autouse fixtures are set up first: a blocked check's own fixtures (pods, jobs) are never made."""
+    reason = gating.blocked_by(pytestconfig.stash[SETTING_UP]._request)
     if reason:
         pytest.skip(reason)
 

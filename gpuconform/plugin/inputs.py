@@ -284,6 +284,7 @@ class RunInputs:
     today: dt.date
     reports: ReportPaths | None                # None: --no-reports, --collect-only, an xdist worker
     selection: str | None                       # -m / -k as given, for the report
+    ai_conformance: Path | None                 # --ai-conformance's folder; None: not asked, or not this process
 
 
 #: testinfra's connection options, handed to ``testinfra.get_hosts`` as they are
@@ -315,7 +316,20 @@ def read(config: pytest.Config, suite: Path) -> RunInputs:
     return RunInputs(suite=suite, profile=loaded, waivers=waivers, baseline=baseline, fail_on_drift=fail_on_drift,
                      remediate=None if wanted is None else (opt.gpuconform_remediate, wanted),
                      hosts=hosts, started=started, today=waivers_mod.today_utc(),
-                     reports=reports, selection=selection or None)
+                     reports=reports, selection=selection or None,
+                     ai_conformance=ai_conformance_dir(opt, loaded) if controller else None)
+
+
+def ai_conformance_dir(opt, loaded: profile_mod.LoadedProfile) -> Path | None:
+    """--ai-conformance's folder, checked: PRODUCT.yaml needs the profile's product and the run's reports."""
+    if opt.gpuconform_ai_conformance is None:
+        return None
+    if loaded.profile.ai_conformance.product is None:
+        raise InputError(f"--ai-conformance: {loaded.path}: ai_conformance.product: the product's "
+                         f"metadata is required for PRODUCT.yaml (platform_name, vendor_name …)")
+    if opt.gpuconform_no_reports:
+        raise InputError("--ai-conformance: the run's reports are its evidence: drop --no-reports")
+    return report_dir(Path(opt.gpuconform_ai_conformance), "--ai-conformance")
 
 
 def host_list(opt, loaded: profile_mod.LoadedProfile) -> HostList | None:

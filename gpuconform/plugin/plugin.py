@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpuconform.layers import CHECK_LAYERS
-from gpuconform.plugin import (aiconformance, cluster_fixtures, distribution, fixtures, heap, hooks, hosts, inputs,
-                               k8s_node_fixtures, keys, remediation_fixtures, reporting)
+from gpuconform.plugin import fixtures, hosts, inputs, keys
 from gpuconform.suite import is_suite
 
 #: every marker of the suite; pyproject.toml repeats them (selftest/unit/test_layers.py keeps it in step)
@@ -124,19 +123,23 @@ def pytest_configure(config: pytest.Config) -> None:
     run_inputs = inputs.read(config, suite)  # every input, checked once (one line, exit 4)
     config.stash[keys.INPUTS] = run_inputs
     config.stash[keys.PROFILE] = run_inputs.profile
-    if run_inputs.remediate is not None:
-        config.stash[remediation_fixtures.REMEDIATOR] = remediation_fixtures.Remediator(*run_inputs.remediate)
     config.pluginmanager.register(hosts, "gpuconform-hosts")
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
+    fixtures.start_probes(config)
+    # imported once the probes run: a small run's start is its fixed cost (issue #27)
+    from gpuconform.plugin import (aiconformance, cluster_fixtures, distribution, heap, hooks,  # noqa: PLC0415
+                                   k8s_node_fixtures, remediation_fixtures, reporting)
+    if run_inputs.remediate is not None:  # its session fixture exists only then: no item pays for it otherwise
+        config.stash[remediation_fixtures.REMEDIATOR] = remediation_fixtures.Remediator(*run_inputs.remediate)
+        config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
     config.pluginmanager.register(distribution, "gpuconform-distribution")
     config.pluginmanager.register(heap, "gpuconform-heap")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
-    config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
     config.pluginmanager.register(k8s_node_fixtures, "gpuconform-k8s-node-fixtures")
     config.pluginmanager.register(hooks.Hooks(config, run_inputs), "gpuconform-hooks")
     reports = reporting.Reports(config, run_inputs)
     config.pluginmanager.register(reports, "gpuconform-reports")
-    config.pluginmanager.register(aiconformance.Export(config, reports, run_inputs.profile),
+    config.pluginmanager.register(aiconformance.Export(config, reports, run_inputs.profile, run_inputs.ai_conformance),
                                   "gpuconform-ai-conformance")
     config.pluginmanager.register(hooks.OneLineReports(), "gpuconform-one-line-reports")
     config.pluginmanager.register(reporting.ReportFiles(config), "gpuconform-report-files")

@@ -117,11 +117,11 @@ def _recheck(f: _Failure, facts) -> str | None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _gpuconform_remediation(request: pytest.FixtureRequest):
-    """After every check of this process has run, fix what failed (only with --remediate), before
-    the probe pool that re-probes the hosts closes (requested here, it is torn down after this)."""
-    remediator = request.config.stash.get(REMEDIATOR, None)
-    pool = request.getfixturevalue("_probe_pool") if remediator is not None else None
+def _gpuconform_remediation(pytestconfig: pytest.Config, _probe_pool: ProbePool):
+    """After every check of this process has run, fix what failed (registered only with
+    --remediate: plugin.py), before the probe pool that re-probes the hosts closes (asked for
+    here, it is torn down after this)."""
+    remediator = pytestconfig.stash[REMEDIATOR]
     yield
-    if remediator is not None and remediator.failures:
-        remediator.run(pool)
+    if remediator.failures:
+        remediator.run(_probe_pool)

@@ -1,0 +1,58 @@
+"""A node run's start (issue #27): the probes start as soon as the inputs are checked, before the
+suite's report, hook and cluster modules load; an item pays for no fixture it does not use (the
+remediation fixture exists only with --remediate, the gate's fixture does not ask for ``request``)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: run before pytest: each probe pool's first submit prints which of the suite's later modules were loaded
+WATCH_SUBMIT = """
+import sys
+from gpuconform.node import collect
+LATER = ("gpuconform.plugin.reporting", "gpuconform.plugin.hooks", "gpuconform.plugin.cluster_fixtures",
+         "gpuconform.report.run", "gpuconform.plugin.aiconformance")
+submit = collect.FactsPool.submit
+def watched(self, hosts):
+    hosts = list(hosts)
+    if hosts:
+        print("SUBMIT loaded: " + ",".join(m for m in LATER if m in sys.modules), flush=True)
+    return submit(self, hosts)
+collect.FactsPool.submit = watched
+"""
+
+#: a plugin that prints every fixture an item's closure holds
+CLOSURE = """
+class Closure:
+    def pytest_collection_finish(self, session):
+        print("FIXTURES " + " ".join(sorted({n for i in session.items for n in i.fixturenames})))
+"""
+
+
+def _run(code: str, *args: str) -> str:
+    out = subprocess.run([sys.executable, "-c", code + f"import pytest, sys\nsys.exit(pytest.main({list(args)!r}"
+                          + (", plugins=[Closure()]" if "Closure" in code else "") + "))"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    return out.stdout + out.stderr
+
+
+def test_the_probes_start_before_the_report_and_cluster_modules_load(tmp_path):
+    out = _run(WATCH_SUBMIT, "-q", "-p", "no:cacheprovider", "-m", "node", "-k", "reachable", "--hosts=local://",
+               "--profile=profiles/seed-h100.yaml", f"--report-dir={tmp_path}")
+    lines = [line for line in out.splitlines() if line.startswith("SUBMIT loaded:")]
+    assert lines == ["SUBMIT loaded: "], out[-3000:]
+    assert "passed" in out or "failed" in out, out[-3000:]  # the run went on and judged the host
+
+
+@pytest.mark.parametrize("more, present", [((), False), (("--remediate=plan",), True)])
+def test_the_remediation_fixture_exists_only_with_remediate(more, present):
+    out = _run(CLOSURE, "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "node", "--hosts=local://",
+               "--profile=profiles/seed-h100.yaml", *more)
+    fixtures = next((line.split()[1:] for line in out.splitlines() if line.startswith("FIXTURES ")), None)
+    assert fixtures is not None and "node" in fixtures and "_gpuconform_blocked_by" in fixtures, out[-3000:]
+    assert ("_gpuconform_remediation" in fixtures) is present, out[-3000:]
