@@ -2,8 +2,14 @@
 side by side in one run, so that a load elsewhere on the machine hits both alike.
 
     .venv/bin/python benchmarks/ssh_hosts.py [--hosts 10,33,100] [--rounds 2] [--scenario gpu-good] [-n 0,2]
+                                             [--host-cpus 1]
 
 For each N, the bed serves N copies of one scenario over real SSH (testbed/hosts, one root).
+By default the simulated hosts share this machine's CPUs with the runner by weight: on a small
+machine the bound keeps every CPU busy, so the ratio also counts the suite's own CPU (pytest's per
+item work) as time the hosts wait for. ``--host-cpus N`` caps the hosts at N CPUs together and
+leaves the runner the rest, as a runner beside a fleet with CPUs of its own
+(testbed/hosts/net.py). Both beds print the machine's busy share during the bound.
 Then, ``--rounds`` times and alternating:
 
 * bound: the suite's own probe script (the profile's inputs) as one batched ``ssh HOST sh`` per
@@ -64,6 +70,12 @@ def timed(fn) -> tuple[float, float]:
     return time.monotonic() - t0, _children_cpu() - cpu0
 
 
+def _busy() -> tuple[int, int]:
+    """The machine's busy and total CPU time so far (clock ticks, /proc/stat)."""
+    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # less idle and iowait
+
+
 def bound(nodes: net.SshNodes, script: str, parallel: int) -> None:
     """One batched ssh per host, ``parallel`` at a time: every probe's output read in full."""
     def one(name: str) -> None:
@@ -106,25 +118,31 @@ def main() -> int:
     parser.add_argument("-n", dest="workers", default="0",
                         help="pytest-xdist workers for the suite, comma-separated: each is run (0: none)")
     parser.add_argument("--pytest-args", default="", help="more pytest arguments for the suite's runs")
+    parser.add_argument("--host-cpus", type=float, default=None,
+                        help="at most this many CPUs for all simulated hosts together (default: no cap, a weight)")
     args = parser.parse_args()
     loaded = profile_mod.load(args.profile)
     script = probe_script(loaded)("bench", loaded.profile.timeouts.probe_s)
     parallel = loaded.profile.parallel_probes
     workers = args.workers.split(",")
     print(f"machine: {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}; scenario {args.scenario}; "
-          f"suite -n {args.workers}, {NOTE}; bound: one ssh per host, {parallel} at a time", flush=True)
+          f"suite -n {args.workers}, {NOTE}; bound: one ssh per host, {parallel} at a time; hosts' CPUs: "
+          f"{'no cap (weight)' if args.host_cpus is None else f'at most {args.host_cpus:g}'}", flush=True)
     for n in (int(x) for x in args.hosts.split(",")):
         with tempfile.TemporaryDirectory(prefix="gpuconform-bench-") as tmp, \
-                net.SshNodes([args.scenario], net.state_folder("bench"), copies=n) as nodes:
+                net.SshNodes([args.scenario], net.state_folder("bench"), copies=n, cpus=args.host_cpus) as nodes:
             print(f"  {n} hosts up; their CPU group: {nodes.cgroup or 'none (plain processes, see testbed/hosts/net.py)'}",
                   flush=True)
             ratios: dict[str, list[float]] = {w: [] for w in workers}
             collects: list[float] = []
+            busy: list[float] = []
             for r in range(args.rounds):
-                b_wall, b_cpu = timed(lambda: bound(nodes, script, parallel))
+                (busy0, all0), (b_wall, b_cpu), (busy1, all1) = _busy(), timed(lambda: bound(nodes, script, parallel)), _busy()
+                busy.append((busy1 - busy0) / max(all1 - all0, 1))
                 c_wall, c_cpu = timed(lambda: collect_only(nodes, args.profile))
                 collects.append(c_wall)
-                line = (f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU"
+                line = (f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU, machine "
+                        f"{busy[-1]:.0%} busy"
                         f" | collect {c_wall:5.2f} s wall {c_cpu:5.2f} s CPU")
                 for w in workers:
                     report_dir = Path(tmp) / f"reports-n{w}-{r}"
@@ -140,7 +158,8 @@ def main() -> int:
             print(f"{n:4d} hosts: ratio suite/bound {medians} (median of {args.rounds}){goal(ratio_goal)}; "
                   f"collect-only process {statistics.median(collects):.2f} s{goal(collect_goal)}; "
                   f"report HTML {html.stat().st_size / 1e6:.2f} MB{goal(html_goal)}, "
-                  f"JSON {data.stat().st_size / 1e6:.2f} MB; load {os.getloadavg()[0]:.1f}", flush=True)
+                  f"JSON {data.stat().st_size / 1e6:.2f} MB; machine {statistics.median(busy):.0%} busy during the "
+                  f"bound; load {os.getloadavg()[0]:.1f}", flush=True)
     return 0
 
 

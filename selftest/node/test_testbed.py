@@ -199,3 +199,19 @@ def test_tools_answer_like_the_real_ones(ssh_nodes, host, command, rc, stdout, s
     assert re.search(stdout, out.stdout, re.MULTILINE), f"stdout does not match /{stdout}/:\n{out.stdout}"
     if stderr:
         assert re.search(stderr, out.stderr, re.MULTILINE), f"stderr does not match /{stderr}/:\n{out.stderr}"
+
+
+@pytest.mark.parametrize("files", [("cpu.cfs_period_us", "cpu.cfs_quota_us"), ("cpu.max",)])
+def test_the_hosts_cpu_cap_is_set_and_lifted(tmp_path, files):
+    """``SshNodes(cpus=N)`` caps the hosts' group at N CPUs (cgroup v1 quota or v2 cpu.max); every
+    start without it lifts a cap an earlier bed left."""
+    for name in files:
+        (tmp_path / name).write_text("")
+    read = (lambda: (tmp_path / "cpu.cfs_quota_us").read_text()) if len(files) == 2 else \
+        (lambda: (tmp_path / "cpu.max").read_text())
+    net.cap_cpus(tmp_path, 1.5)
+    assert read() == ("150000" if len(files) == 2 else "150000 100000")
+    net.cap_cpus(tmp_path, None)
+    assert read() == ("-1" if len(files) == 2 else "max 100000")
+    with pytest.raises(ValueError, match="cpus: 0"):
+        net.SshNodes(["gpu-good"], tmp_path, cpus=0)

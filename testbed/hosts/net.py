@@ -20,6 +20,12 @@ hosts' shells take the runner's CPU no more than one busy process would. Without
 autogroups give every SSH session (its own setsid) as much CPU as the whole runner, and the suite
 or a benchmark's bound would wait on CPU that, on a fleet, the hosts' own CPUs provide. Where this
 machine has no writable cpu cgroup, the hosts share the CPU as plain processes (said once).
+
+A weight shares the CPU only while both sides want it: an idle moment of the runner goes to the
+hosts, so on a small machine the hosts still take CPU the runner then waits for. ``cpus`` caps
+the group instead (a CPU quota): the hosts together get at most that many CPUs and the runner keeps
+the rest, as a runner does beside a fleet whose hosts have CPUs of their own. Each start sets the
+cap or lifts it, so no earlier bed's cap stays.
 """
 from __future__ import annotations
 
@@ -76,11 +82,15 @@ class SshNodes:
     ...                     f"--ssh-config={nodes.ssh_config}"])
     """
 
-    def __init__(self, names: Iterable[str], state: Path | None = None, copies: int = 1):
+    def __init__(self, names: Iterable[str], state: Path | None = None, copies: int = 1, cpus: float | None = None):
         """``copies`` > 1 serves each scenario that many times (``<name>-001`` ...), from one root:
-        a fleet of like hosts for the benchmarks."""
+        a fleet of like hosts for the benchmarks. ``cpus``: at most this many CPUs for all the
+        hosts together (None: no cap, the group's weight only)."""
         self.names = list(names)
         self.copies = copies
+        if cpus is not None and not 0 < cpus <= (os.cpu_count() or 1):
+            raise ValueError(f"cpus: {cpus} is not between 0 and this machine's {os.cpu_count()} CPUs")
+        self.cpus = cpus
         if copies < 1 or len(self.names) * copies > 240:
             raise ValueError(f"at most 240 nodes fit in {SUBNET}.0/24")
         self.state = Path(state or DEFAULT_STATE).absolute()
@@ -135,6 +145,10 @@ class SshNodes:
         if self.cgroup is None:
             print("testbed/hosts: no writable cpu cgroup on this machine: the simulated hosts share the CPU "
                   "with the runner as plain processes")
+            if self.cpus is not None:
+                raise RuntimeError("testbed/hosts: cpus: no writable cpu cgroup on this machine to cap the hosts with")
+        else:
+            cap_cpus(self.cgroup, self.cpus)
         self._bridge()
         for i, node in enumerate(self.nodes):
             self._namespace(i, node)
@@ -375,6 +389,20 @@ def hosts_cgroup() -> Path | None:
         except OSError:
             continue
     return None
+
+
+#: the CPU quota's period (microseconds), the kernel's default
+QUOTA_PERIOD_US = 100_000
+
+
+def cap_cpus(group: Path, cpus: float | None) -> None:
+    """Cap ``group`` at ``cpus`` CPUs (a quota per period), or lift its cap (None)."""
+    quota = -1 if cpus is None else int(cpus * QUOTA_PERIOD_US)
+    if (group / "cpu.cfs_quota_us").exists():  # cgroup v1
+        (group / "cpu.cfs_period_us").write_text(str(QUOTA_PERIOD_US))
+        (group / "cpu.cfs_quota_us").write_text(str(quota))
+    else:  # cgroup v2
+        (group / "cpu.max").write_text(f"{'max' if quota < 0 else quota} {QUOTA_PERIOD_US}")
 
 
 def sweep(state: Path = DEFAULT_STATE) -> None:
