@@ -131,9 +131,9 @@ def _node_subject(request: pytest.FixtureRequest) -> gating.Subject:
 gating.register(gating.LayerGate("node", REACHABLE, "host answers the probe", _node_subject))
 
 
-#: the item being set up. The gate's fixture reads it instead of asking for ``request``: pytest makes
-#: a new fixture definition each time a fixture asks for ``request``, a tenth of the CPU of a run of
-#: thousands of items (issue #27)
+#: the item being set up. The gate's fixture reads it instead of asking for ``request``: pytest builds
+#: a new fixture definition for ``request`` on every item that asks for it (issue #27,
+#: docs/architecture.md "pytest's internals still used")
 SETTING_UP = pytest.StashKey[pytest.Item]()
 
 

@@ -13,6 +13,7 @@ the verdict does not depend on test order, selection (-k) or xdist distribution.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from pathlib import Path
 from typing import Callable
@@ -56,6 +57,12 @@ def blocked(check_id: str, rule: str, why: object) -> str:
     return f"blocked by {check_id} ({rule}): {why}"
 
 
+@functools.cache
+def _parameters(fn: Callable) -> tuple[str, ...]:
+    """A check function's parameter names (read once per function, not once per target)."""
+    return tuple(inspect.signature(fn).parameters)
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.split("\nassert ")[0].splitlines()[0] if text else type(exc).__name__
@@ -80,12 +87,11 @@ class Gate:
         if blocked_why:
             result = (FAIL, blocked_why)
         else:
-            fn = entry["fn"]
-            params = inspect.signature(fn).parameters
+            params = _parameters(entry["fn"])
             if not set(params) <= set(values):
                 return PASS, "prerequisite needs other fixtures"
             try:
-                fn(**{p: values[p] for p in params})
+                entry["fn"](**{p: values[p] for p in params})
                 result = (PASS, "")
             except AssertionError as exc:
                 result = (FAIL, blocked(check_id, entry["title"], _first_line(exc)))

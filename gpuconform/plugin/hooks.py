@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import signal
-import threading
 from pathlib import Path
 
 import pytest
@@ -35,10 +33,6 @@ def _walk(tb):
         tb = tb.tb_next
 
 
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt(signal.Signals(signum).name)
-
-
 class OneLineReports:
     """A check that could not check is reported in one line (:class:`Hooks` sets it from the
     record), so its report is built without pytest first formatting the traceback through the
@@ -57,7 +51,7 @@ class OneLineReports:
 
 
 class Hooks:
-    """Collection, the run's header, signals, and the records (pytest_runtest_makereport)."""
+    """Collection, the run's header, and the records (pytest_runtest_makereport)."""
 
     def __init__(self, config: pytest.Config, run_inputs: inputs.RunInputs):
         self.config = config
@@ -125,9 +119,6 @@ class Hooks:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.config.pluginmanager.get_plugin("terminalreporter") is not None:
             safetext.guard(self.config.get_terminal_writer())
-        # SIGTERM ends the run as Ctrl-C does: probes ended, cleanup run, report of what finished written
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _interrupt)
         try:  # pytest-html shows pytest-metadata's environment table: mask secrets there too
             from pytest_metadata.plugin import metadata_key
         except ImportError:

@@ -3,6 +3,8 @@ hold fixtures, hooks and the report writers."""
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from pathlib import Path
 
 import pytest
@@ -105,6 +107,10 @@ def suite_root(config: pytest.Config) -> Path | None:
     return None
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     stray = stray_option_value(config)
@@ -125,6 +131,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[keys.PROFILE] = run_inputs.profile
     config.pluginmanager.register(hosts, "gpuconform-hosts")
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
+    # SIGTERM ends the run as Ctrl-C does (probes ended, cleanup run, report of what finished
+    # written), from before the first probe
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _interrupt)
     fixtures.start_probes(config)
     # imported once the probes run: a small run's start is its fixed cost (issue #27)
     from gpuconform.plugin import (aiconformance, cluster_fixtures, distribution, heap, hooks,  # noqa: PLC0415

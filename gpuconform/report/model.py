@@ -29,7 +29,7 @@ ACCEPTED, REJECTED = "ACCEPTED", "REJECTED"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built when first used: not at a run's start
 
 
 class WaiverRef(_Model):
@@ -241,7 +241,7 @@ class _Run(_Model):
     layers: dict[str, dict[str, int]] = Field(..., description="layer → verdict → number of results")
     waivers: list[WaiverStatus] = []
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 class Results(_Run):
