@@ -86,6 +86,10 @@ def _bounded(root) -> None:
         size[id(node)] = (nodes, depth)
 
 
+def _too_deep(mark) -> yaml.composer.ComposerError:
+    return yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep", mark)
+
+
 def _depth_checked(raw: bytes | str) -> None:
     """Refuse a document with a node nested deeper than MAX_DEPTH (the top node is level 1)."""
     depth = 0
@@ -95,15 +99,13 @@ def _depth_checked(raw: bytes | str) -> None:
                 depth -= 1
             elif isinstance(event, (*_OPEN, yaml.ScalarEvent, yaml.AliasEvent)):
                 if depth + 1 > MAX_DEPTH:
-                    raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep",
-                                                      event.start_mark)
+                    raise _too_deep(event.start_mark)
                 depth += isinstance(event, _OPEN)
     except yaml.scanner.ScannerError as exc:
         if exc.problem != LIBYAML_TOO_DEEP:
             raise
         # libyaml's scanner looks ahead in a flow collection and stops at its own limit, far past ours
-        raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_DEPTH} levels deep",
-                                          exc.problem_mark) from None
+        raise _too_deep(exc.problem_mark) from None
 
 
 def load(raw: bytes | str):

@@ -34,7 +34,6 @@ import dataclasses
 
 import yaml
 
-from gpuconform.cluster import nodes
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.cluster.operator import effective_spec_value
 from gpuconform.mig import RESOURCE_GPU, RESOURCE_MIG_PREFIX

@@ -34,10 +34,10 @@ class Closure:
 """
 
 
-def _run(code: str, *args: str) -> str:
-    out = subprocess.run([sys.executable, "-c", code + f"import pytest, sys\nsys.exit(pytest.main({list(args)!r}"
-                          + (", plugins=[Closure()]" if "Closure" in code else "") + "))"],
-                         cwd=REPO, capture_output=True, text=True, timeout=300)
+def _run(code: str, *args: str, plugins: str = "") -> str:
+    """pytest with ``args`` in a fresh interpreter, after ``code``; ``plugins``: a list expression."""
+    main = f"import pytest, sys\nsys.exit(pytest.main({list(args)!r}, plugins=[{plugins}]))"
+    out = subprocess.run([sys.executable, "-c", code + main], cwd=REPO, capture_output=True, text=True, timeout=300)
     return out.stdout + out.stderr
 
 
@@ -52,7 +52,7 @@ def test_the_probes_start_before_the_report_and_cluster_modules_load(tmp_path):
 @pytest.mark.parametrize("more, present", [((), False), (("--remediate=plan",), True)])
 def test_the_remediation_fixture_exists_only_with_remediate(more, present):
     out = _run(CLOSURE, "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "node", "--hosts=local://",
-               "--profile=profiles/seed-h100.yaml", *more)
+               "--profile=profiles/seed-h100.yaml", *more, plugins="Closure()")
     fixtures = next((line.split()[1:] for line in out.splitlines() if line.startswith("FIXTURES ")), None)
     assert fixtures is not None and "node" in fixtures and "_gpuconform_blocked_by" in fixtures, out[-3000:]
     assert ("_gpuconform_remediation" in fixtures) is present, out[-3000:]
