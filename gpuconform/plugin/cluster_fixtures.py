@@ -16,6 +16,7 @@ import pytest
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.plugin import gating, keys
 from gpuconform.plugin.evidence import DISCARD, Evidence
+from gpuconform.plugin.fixtures import SETTING_UP
 from gpuconform.profile import ClusterExpectations
 from gpuconform.report.record import note_platform
 
@@ -99,13 +100,13 @@ def cluster_run(config: pytest.Config) -> ClusterRun:
 
 
 @pytest.fixture(scope="session")
-def cluster_session(request: pytest.FixtureRequest):
+def cluster_session(_gpuconform_config: pytest.Config):
     """This process's :class:`ClusterRun`; at the end (pass, fail, Ctrl-C or SIGTERM) its
     cleanup runs (SIGTERM is Ctrl-C: plugin/hooks.py), unless --keep-on-failure keeps what a
     failed run created."""
-    run = cluster_run(request.config)
+    run = cluster_run(_gpuconform_config)
     yield run
-    failed = request.session.testsfailed > 0
+    failed = _gpuconform_config.stash[SETTING_UP].session.testsfailed > 0  # made by an item: one was set up
     errors = run.finish(failed)
     # shown by pytest_terminal_summary: output of a fixture teardown is captured
     if run.cluster is not None:
@@ -117,22 +118,27 @@ def cluster_session(request: pytest.FixtureRequest):
     run.summary += [f"gpuconform: cleanup: {e}" for e in errors]
 
 
+@pytest.fixture(scope="session")
+def cluster_expected(_gpuconform_config: pytest.Config) -> ClusterExpectations:
+    """What the profile expects of the cluster (profile ``cluster:``)."""
+    return _gpuconform_config.stash[keys.PROFILE].profile.cluster
+
+
+@pytest.fixture(scope="session")
+def ai_expected(_gpuconform_config: pytest.Config):
+    """The profile's ``ai_conformance:`` section (the -m aiconformance checks)."""
+    return _gpuconform_config.stash[keys.PROFILE].profile.ai_conformance
+
+
+@pytest.fixture
+def evidence(_gpuconform_item: pytest.Function) -> Evidence:
+    return Evidence(_gpuconform_item)
+
+
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     run = config.stash.get(CLUSTER_RUN, None)
     for line in run.summary if run is not None else ():
         terminalreporter.write_line(line)
-
-
-@pytest.fixture(scope="session")
-def cluster_expected(pytestconfig: pytest.Config) -> ClusterExpectations:
-    """What the profile expects of the cluster (profile ``cluster:``)."""
-    return pytestconfig.stash[keys.PROFILE].profile.cluster
-
-
-@pytest.fixture(scope="session")
-def ai_expected(pytestconfig: pytest.Config):
-    """The profile's ``ai_conformance:`` section (the -m aiconformance checks)."""
-    return pytestconfig.stash[keys.PROFILE].profile.ai_conformance
 
 
 def declared(exp: ClusterExpectations):
@@ -162,11 +168,6 @@ def workloads(cluster_session: ClusterRun, cluster: "ClusterFacts") -> "Workload
                      Deadlines(image_pull_s=t.image_pull_s, run_s=t.pod_run_s, event_s=t.event_s,
                                delete_s=t.namespace_s),
                      keep_on_failure=cluster_session.keep_on_failure)
-
-
-@pytest.fixture
-def evidence(request: pytest.FixtureRequest) -> Evidence:
-    return Evidence(request.node)
 
 
 def _cluster_subject(request: pytest.FixtureRequest) -> gating.Subject:

@@ -6,6 +6,7 @@ import dataclasses
 
 import shlex
 import sys
+import types
 
 import pytest
 from _pytest.mark.expression import Expression  # as tests/cluster/conftest.py reads -m
@@ -21,12 +22,6 @@ from gpuconform.plugin import gating, k8s_node_fixtures, keys
 from gpuconform.plugin.hosts import all_hosts
 
 REACHABLE = "node.reachable"
-
-
-@pytest.fixture(scope="session")
-def gpuconform_profile(pytestconfig: pytest.Config) -> profile_mod.LoadedProfile:
-    """The validated platform profile (--profile)."""
-    return pytestconfig.stash[keys.PROFILE]
 
 
 def probe_script(loaded: profile_mod.LoadedProfile):
@@ -94,12 +89,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     _close_pool(config)
 
 
-@pytest.fixture(scope="session")
-def _probe_pool(pytestconfig: pytest.Config):
-    yield probe_pool(pytestconfig)
-    _close_pool(pytestconfig)
-
-
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for line in config.stash.get(POOL_SUMMARY, ()):
         terminalreporter.write_line(f"gpuconform: {line}")
@@ -131,9 +120,7 @@ def _node_subject(request: pytest.FixtureRequest) -> gating.Subject:
 gating.register(gating.LayerGate("node", REACHABLE, "host answers the probe", _node_subject))
 
 
-#: the item being set up. The gate's fixture reads it instead of asking for ``request``: pytest builds
-#: a new fixture definition for ``request`` on every item that asks for it (issue #27,
-#: docs/architecture.md "pytest's internals still used")
+#: the item being set up (``_gpuconform_item``)
 SETTING_UP = pytest.StashKey[pytest.Item]()
 
 
@@ -142,12 +129,45 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     item.config.stash[SETTING_UP] = item
 
 
+def run_fixtures(config: pytest.Config) -> types.ModuleType:
+    """A plugin of two fixtures closed over ``config``, for the suite's fixtures to ask for instead of
+    ``pytestconfig`` and ``request``: a fixture that asks for ``request``, or ``pytestconfig`` (which
+    asks for ``request``), makes pytest build a fixture definition (a signature) for ``request`` each
+    time an item uses it, even a session fixture already made: 6 % of a 3,000-node run (issue #27;
+    docs/architecture.md "pytest's internals still used")."""
+    @pytest.fixture(scope="session")
+    def _gpuconform_config() -> pytest.Config:
+        """The run's config: ``pytestconfig`` without ``request``."""
+        return config
+
+    @pytest.fixture
+    def _gpuconform_item() -> pytest.Function:
+        """The check being set up: ``request.node`` without ``request`` (its ``_request`` is that request)."""
+        return config.stash[SETTING_UP]
+
+    plugin = types.ModuleType(f"{__name__}.run")
+    plugin._gpuconform_config, plugin._gpuconform_item = _gpuconform_config, _gpuconform_item
+    return plugin
+
+
+@pytest.fixture(scope="session")
+def gpuconform_profile(_gpuconform_config: pytest.Config) -> profile_mod.LoadedProfile:
+    """The validated platform profile (--profile)."""
+    return _gpuconform_config.stash[keys.PROFILE]
+
+
+@pytest.fixture(scope="session")
+def _probe_pool(_gpuconform_config: pytest.Config):
+    yield probe_pool(_gpuconform_config)
+    _close_pool(_gpuconform_config)
+
+
 @pytest.fixture(autouse=True)
-def _gpuconform_blocked_by(pytestconfig: pytest.Config) -> None:
+def _gpuconform_blocked_by(_gpuconform_item: pytest.Function) -> None:
     """Skip as "blocked by <check>" when the layer's first check (host or API server answers) or
     a prerequisite named in ``needs`` fails on the same target: node, cluster and kubeflow checks.
     Autouse fixtures are set up first: a blocked check's own fixtures (pods, jobs) are never made."""
-    reason = gating.blocked_by(pytestconfig.stash[SETTING_UP]._request)
+    reason = gating.blocked_by(_gpuconform_item._request)
     if reason:
         pytest.skip(reason)
 

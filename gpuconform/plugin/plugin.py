@@ -131,6 +131,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[keys.PROFILE] = run_inputs.profile
     config.pluginmanager.register(hosts, "gpuconform-hosts")
     config.pluginmanager.register(fixtures, "gpuconform-fixtures")
+    config.pluginmanager.register(fixtures.run_fixtures(config), "gpuconform-run-fixtures")
     # SIGTERM ends the run as Ctrl-C does (probes ended, cleanup run, report of what finished
     # written), from before the first probe
     if threading.current_thread() is threading.main_thread():

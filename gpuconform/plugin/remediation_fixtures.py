@@ -117,11 +117,11 @@ def _recheck(f: _Failure, facts) -> str | None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _gpuconform_remediation(pytestconfig: pytest.Config, _probe_pool: ProbePool):
+def _gpuconform_remediation(_gpuconform_config: pytest.Config, _probe_pool: ProbePool):
     """After every check of this process has run, fix what failed (registered only with
     --remediate: plugin.py), before the probe pool that re-probes the hosts closes (asked for
     here, it is torn down after this)."""
-    remediator = pytestconfig.stash[REMEDIATOR]
+    remediator = _gpuconform_config.stash[REMEDIATOR]
     yield
     if remediator.failures:
         remediator.run(_probe_pool)

@@ -1,6 +1,7 @@
 """A node run's start (issue #27): the probes start as soon as the inputs are checked, before the
 suite's report, hook and cluster modules load; an item pays for no fixture it does not use (the
-remediation fixture exists only with --remediate, the gate's fixture does not ask for ``request``)."""
+remediation fixture exists only with --remediate, and no fixture of a check asks for ``request`` or
+``pytestconfig``, which make pytest build a fixture definition on every item that uses them)."""
 from __future__ import annotations
 
 import subprocess
@@ -33,6 +34,20 @@ class Closure:
         print("FIXTURES " + " ".join(sorted({n for i in session.items for n in i.fixturenames})))
 """
 
+#: a plugin that prints, for every item, the fixtures of its closure that ask for ``request`` or
+#: ``pytestconfig``, less its parameters (pytest's own: a parameter asks for ``request``)
+ASKS_REQUEST = """
+class AsksRequest:
+    def pytest_collection_finish(self, session):
+        found = set()
+        for item in session.items:
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            for name, defs in item._fixtureinfo.name2fixturedefs.items():
+                if name not in params and {"request", "pytestconfig"} & set(defs[-1].argnames):
+                    found.add(name)
+        print("ITEMS %d ASK %s" % (len(session.items), " ".join(sorted(found)) or "-"))
+"""
+
 
 def _run(code: str, *args: str, plugins: str = "") -> str:
     """pytest with ``args`` in a fresh interpreter, after ``code``; ``plugins``: a list expression."""
@@ -56,3 +71,16 @@ def test_the_remediation_fixture_exists_only_with_remediate(more, present):
     fixtures = next((line.split()[1:] for line in out.splitlines() if line.startswith("FIXTURES ")), None)
     assert fixtures is not None and "node" in fixtures and "_gpuconform_blocked_by" in fixtures, out[-3000:]
     assert ("_gpuconform_remediation" in fixtures) is present, out[-3000:]
+
+
+@pytest.mark.parametrize("layer", ["node", "cluster", "kubeflow"])
+def test_no_fixture_of_a_check_asks_for_request(layer, tmp_path):
+    kubeconfig = tmp_path / "kubeconfig"  # a cluster that answers nothing: the checks are still collected
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+                          "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+                          "users: [{name: u, user: {token: t}}]\n")
+    out = _run(ASKS_REQUEST, "--collect-only", "-q", "-p", "no:cacheprovider", "-m", layer, "--hosts=local://",
+               f"--kubeconfig={kubeconfig}", "--profile=profiles/seed-h100.yaml", plugins="AsksRequest()")
+    line = next((line.split() for line in out.splitlines() if line.startswith("ITEMS ")), None)
+    assert line is not None and int(line[1]) > 0, out[-3000:]
+    assert line[3:] == ["-"], f"fixtures that ask for request or pytestconfig: {line[3:]}"

@@ -81,9 +81,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _nothing_to_judge(request: pytest.FixtureRequest, cluster_expected):
+def _nothing_to_judge(_gpuconform_item: pytest.Function, cluster_expected):
     """A check parametrized over GPU workers or MIG resources when the cluster has none of them:
     one result saying why, in the cluster's words (never pytest's "empty parameter set")."""
+    request = _gpuconform_item._request
     params = getattr(getattr(request.node, "callspec", None), "params", {})
     if params.get("gpu_node") == NO_GPU_NODE:
         pytest.skip(f"no node matches cluster.gpu_workers.selector {cluster_expected.gpu_workers.selector} "
@@ -172,7 +173,6 @@ def vectoradd_on_gpu(workloads: Workloads, cluster, expected_mig, _pod_runs: Onc
     """cuda-vectoradd asking one whole GPU (``nvidia.com/gpu: 1``), run once per session. With no
     whole GPU offered: blocked by cluster.mig.allocatable where the platform should offer one,
     skipped where the profile's platform offers none."""
-    from gpuconform.cluster.workloads import render
     if not nodes.whole_gpus_offered(cluster.gpu_nodes()):
         pytest.skip(no_whole_gpu(cluster.gpu_nodes(), expected_mig))
     return vectoradd_run(workloads, _pod_runs, evidence, "nvidia.com/gpu")

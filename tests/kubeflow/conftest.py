@@ -31,23 +31,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def kubeflow_expected(pytestconfig: pytest.Config) -> KubeflowExpectations:
+def kubeflow_expected(_gpuconform_config: pytest.Config) -> KubeflowExpectations:
     """What the profile expects of Kubeflow (profile ``kubeflow:``)."""
-    exp = pytestconfig.stash[keys.PROFILE].profile.kubeflow
+    exp = _gpuconform_config.stash[keys.PROFILE].profile.kubeflow
     if exp.url is None:
         pytest.skip("the profile has no kubeflow.url: no Kubeflow to check")
     return exp
 
 
 @pytest.fixture(scope="session")
-def kf(pytestconfig: pytest.Config, kubeflow_expected: KubeflowExpectations) -> KubeflowRun:
+def kf(_gpuconform_config: pytest.Config, kubeflow_expected: KubeflowExpectations) -> KubeflowRun:
     """Logins and the served certificate, each done once per run."""
     exp = kubeflow_expected
-    if KF_RUN not in pytestconfig.stash:
+    stash = _gpuconform_config.stash
+    if KF_RUN not in stash:
         accounts = [exp.account] + ([exp.second_account] if exp.second_account else [])
-        pytestconfig.stash[KF_RUN] = KubeflowRun(exp.url, ca_bundle=exp.ca_bundle, cookie_name=exp.cookie_name,
-                                                 timeout=exp.timeouts.http_s, accounts=accounts)
-    return pytestconfig.stash[KF_RUN]
+        stash[KF_RUN] = KubeflowRun(exp.url, ca_bundle=exp.ca_bundle, cookie_name=exp.cookie_name,
+                                    timeout=exp.timeouts.http_s, accounts=accounts)
+    return stash[KF_RUN]
 
 
 @pytest.fixture
@@ -66,9 +67,9 @@ def web_app(web_app_name: str, kubeflow_expected: KubeflowExpectations):
 
 
 @pytest.fixture
-def kf_evidence(request: pytest.FixtureRequest, kf: KubeflowRun) -> Evidence:
+def kf_evidence(_gpuconform_item: pytest.Function, kf: KubeflowRun) -> Evidence:
     """Evidence with the configured and default passwords masked on top of the report's redaction."""
-    return Evidence(request.node, kf.secrets)
+    return Evidence(_gpuconform_item, kf.secrets)
 
 
 @pytest.fixture
