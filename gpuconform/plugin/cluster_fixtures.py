@@ -118,6 +118,12 @@ def cluster_session(_gpuconform_config: pytest.Config):
     run.summary += [f"gpuconform: cleanup: {e}" for e in errors]
 
 
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    run = config.stash.get(CLUSTER_RUN, None)
+    for line in run.summary if run is not None else ():
+        terminalreporter.write_line(line)
+
+
 @pytest.fixture(scope="session")
 def cluster_expected(_gpuconform_config: pytest.Config) -> ClusterExpectations:
     """What the profile expects of the cluster (profile ``cluster:``)."""
@@ -128,17 +134,6 @@ def cluster_expected(_gpuconform_config: pytest.Config) -> ClusterExpectations:
 def ai_expected(_gpuconform_config: pytest.Config):
     """The profile's ``ai_conformance:`` section (the -m aiconformance checks)."""
     return _gpuconform_config.stash[keys.PROFILE].profile.ai_conformance
-
-
-@pytest.fixture
-def evidence(_gpuconform_item: pytest.Function) -> Evidence:
-    return Evidence(_gpuconform_item)
-
-
-def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    run = config.stash.get(CLUSTER_RUN, None)
-    for line in run.summary if run is not None else ():
-        terminalreporter.write_line(line)
 
 
 def declared(exp: ClusterExpectations):
@@ -168,6 +163,11 @@ def workloads(cluster_session: ClusterRun, cluster: "ClusterFacts") -> "Workload
                      Deadlines(image_pull_s=t.image_pull_s, run_s=t.pod_run_s, event_s=t.event_s,
                                delete_s=t.namespace_s),
                      keep_on_failure=cluster_session.keep_on_failure)
+
+
+@pytest.fixture
+def evidence(_gpuconform_item: pytest.Function) -> Evidence:
+    return Evidence(_gpuconform_item)
 
 
 def _cluster_subject(request: pytest.FixtureRequest) -> gating.Subject:

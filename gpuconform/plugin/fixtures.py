@@ -133,7 +133,7 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
     """A plugin of two fixtures closed over ``config``, for the suite's fixtures to ask for instead of
     ``pytestconfig`` and ``request``: a fixture that asks for ``request``, or ``pytestconfig`` (which
     asks for ``request``), makes pytest build a fixture definition (a signature) for ``request`` each
-    time an item uses it, even a session fixture already made: 6 % of a 3,000-node run (issue #27;
+    time an item uses it, even a session fixture already made: 3 % of a 3,000-node run (issue #27;
     docs/architecture.md "pytest's internals still used")."""
     @pytest.fixture(scope="session")
     def _gpuconform_config() -> pytest.Config:
