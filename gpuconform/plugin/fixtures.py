@@ -85,6 +85,13 @@ def start_probes(config: pytest.Config) -> None:
         probe_pool(config)
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The pool ends with the session, before the reports and the terminal summary (its lines)
+    are written; a run that never finishes its session closes it at unconfigure."""
+    _close_pool(session.config)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     _close_pool(config)
 
@@ -92,22 +99,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     for line in config.stash.get(POOL_SUMMARY, ()):
         terminalreporter.write_line(f"gpuconform: {line}")
-
-
-# ``node`` and ``expected`` follow testinfra's ``host`` (module-scoped): made once per module and
-# host, not once per check, as thousands of items would otherwise pay for.
-@pytest.fixture(scope="module")
-def node(host, _probe_pool: ProbePool) -> NodeFacts:
-    """Facts of the host under test, gathered once per host."""
-    return _probe_pool.get(host)
-
-
-@pytest.fixture(scope="module")
-def expected(host, gpuconform_profile: profile_mod.LoadedProfile) -> profile_mod.NodeExpectations:
-    """What the profile expects of this host (defaults + matching groups)."""
-    if gpuconform_profile.profile.node is None:
-        pytest.skip(f"profile {gpuconform_profile.name} has no `node:` section")
-    return gpuconform_profile.node_for(host_label(host), host.backend.get_pytest_id())
 
 
 def _node_subject(request: pytest.FixtureRequest) -> gating.Subject:
@@ -145,8 +136,37 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
         """The check being set up: ``request.node`` without ``request`` (its ``_request`` is that request)."""
         return config.stash[SETTING_UP]
 
+    @pytest.fixture(autouse=True)
+    def _gpuconform_blocked_by() -> None:
+        """Skip as "blocked by <check>" when the layer's first check (host or API server answers)
+        or a prerequisite named in ``needs`` fails on the same target: node, cluster and kubeflow
+        checks. Autouse fixtures are set up first: a blocked check's own fixtures (pods, jobs) are
+        never made. It reads the item itself, not through ``_gpuconform_item``: one fixture less
+        on every check (thousands of items)."""
+        reason = gating.blocked_by(config.stash[SETTING_UP]._request)
+        if reason:
+            pytest.skip(reason)
+
+    # ``node`` and ``expected`` follow testinfra's ``host`` (module-scoped): made once per module
+    # and host, not once per check, as thousands of items would otherwise pay for; closed over the
+    # config, they ask for no other fixture of the suite (each one more is looked up on every check)
+    @pytest.fixture(scope="module")
+    def node(host) -> NodeFacts:
+        """Facts of the host under test, gathered once per host."""
+        return probe_pool(config).get(host)
+
+    @pytest.fixture(scope="module")
+    def expected(host) -> profile_mod.NodeExpectations:
+        """What the profile expects of this host (defaults + matching groups)."""
+        loaded: profile_mod.LoadedProfile = config.stash[keys.PROFILE]
+        if loaded.profile.node is None:
+            pytest.skip(f"profile {loaded.name} has no `node:` section")
+        return loaded.node_for(host_label(host), host.backend.get_pytest_id())
+
     plugin = types.ModuleType(f"{__name__}.run")
     plugin._gpuconform_config, plugin._gpuconform_item = _gpuconform_config, _gpuconform_item
+    plugin._gpuconform_blocked_by = _gpuconform_blocked_by
+    plugin.node, plugin.expected = node, expected
     return plugin
 
 
@@ -160,16 +180,6 @@ def gpuconform_profile(_gpuconform_config: pytest.Config) -> profile_mod.LoadedP
 def _probe_pool(_gpuconform_config: pytest.Config):
     yield probe_pool(_gpuconform_config)
     _close_pool(_gpuconform_config)
-
-
-@pytest.fixture(autouse=True)
-def _gpuconform_blocked_by(_gpuconform_item: pytest.Function) -> None:
-    """Skip as "blocked by <check>" when the layer's first check (host or API server answers) or
-    a prerequisite named in ``needs`` fails on the same target: node, cluster and kubeflow checks.
-    Autouse fixtures are set up first: a blocked check's own fixtures (pods, jobs) are never made."""
-    reason = gating.blocked_by(_gpuconform_item._request)
-    if reason:
-        pytest.skip(reason)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
