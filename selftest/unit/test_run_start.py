@@ -73,6 +73,18 @@ def test_the_remediation_fixture_exists_only_with_remediate(more, present):
     assert ("_gpuconform_remediation" in fixtures) is present, out[-3000:]
 
 
+def test_a_node_check_uses_no_suite_fixture_beyond_host_node_expected_and_the_gate():
+    """Each fixture an item uses is looked up again on every item, a session one already made too:
+    the node checks' fixtures are closed over the config instead (docs/architecture.md)."""
+    out = _run(CLOSURE, "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "node", "--hosts=local://",
+               "--profile=profiles/seed-h100.yaml", plugins="Closure()")
+    fixtures = next((line.split()[1:] for line in out.splitlines() if line.startswith("FIXTURES ")), None)
+    assert fixtures is not None, out[-3000:]
+    params = {"required_param", "forbidden_param", "sysctl_key"}  # tests/node/conftest.py: one test per profile item
+    assert set(fixtures) - params == {"host", "_gpuconform_host", "node", "expected", "_gpuconform_blocked_by",
+                                      "request"}, fixtures
+
+
 @pytest.mark.parametrize("layer", ["node", "cluster", "kubeflow"])
 def test_no_fixture_of_a_check_asks_for_request(layer, tmp_path):
     kubeconfig = tmp_path / "kubeconfig"  # a cluster that answers nothing: the checks are still collected
