@@ -21,10 +21,15 @@ Then, ``--rounds`` times and alternating:
   the fixed cost of a node run before any host is asked.
 
 Prints wall and CPU (children's user+system) of each, the ratio suite/bound per ``-n`` (median of
-the rounds), the collect-only process (median), and the size of the HTML and JSON reports, each
+the rounds) and beside it the ratio's CPU floor, the collect-only process (median), and the size of
+the HTML and JSON reports, each
 with its goal beside it where there is one (issue #27: ratio <= 1.3 at 10 hosts and <= 1.1 at 100,
 collect <= 0.4 s at 10 hosts; issue 14: 100-host HTML <= 3 MB). The goals are printed, never
-asserted: the figures depend on the machine and its load, printed first. Needs root (network
+asserted: the figures depend on the machine and its load, printed first. The CPU floor is the
+least ratio this machine allows the suite's CPU: the busy CPU time of the bound plus the suite's CPU
+beyond the bound's, over all the machine's CPUs for the bound's wall. Where the hosts keep every CPU
+busy (no cap) it is above 1 and no runner of that CPU can do better; under ``--host-cpus`` idle CPU
+takes the runner's work and it falls below 1. Needs root (network
 namespaces); take turns with other SSH beds (``flock /tmp/gpuc-hosts.lock``).
 """
 from __future__ import annotations
@@ -139,6 +144,7 @@ def main() -> int:
             for r in range(args.rounds):
                 (busy0, all0), (b_wall, b_cpu), (busy1, all1) = _busy(), timed(lambda: bound(nodes, script, parallel)), _busy()
                 busy.append((busy1 - busy0) / max(all1 - all0, 1))
+                busy_s = (busy1 - busy0) / os.sysconf("SC_CLK_TCK")
                 c_wall, c_cpu = timed(lambda: collect_only(nodes, args.profile))
                 collects.append(c_wall)
                 line = (f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU, machine "
@@ -148,7 +154,9 @@ def main() -> int:
                     report_dir = Path(tmp) / f"reports-n{w}-{r}"
                     s_wall, s_cpu = timed(lambda: suite(nodes, args.profile, report_dir, w, args.pytest_args.split()))
                     ratios[w].append(s_wall / b_wall)
-                    line += f" | suite -n {w} {s_wall:6.1f} s wall {s_cpu:6.1f} s CPU, ratio {s_wall / b_wall:.2f}"
+                    floor = (busy_s + s_cpu - b_cpu) / ((os.cpu_count() or 1) * b_wall)
+                    line += (f" | suite -n {w} {s_wall:6.1f} s wall {s_cpu:6.1f} s CPU, ratio {s_wall / b_wall:.2f}"
+                             f" (CPU floor {floor:.2f})")
                 print(line, flush=True)
             html, data = report_dir / "bench.html", report_dir / "bench.json"
             medians = ", ".join(f"-n {w} {statistics.median(v):.2f}" for w, v in ratios.items())

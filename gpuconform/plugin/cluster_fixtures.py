@@ -16,7 +16,7 @@ import pytest
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.plugin import gating, keys
 from gpuconform.plugin.evidence import DISCARD, Evidence
-from gpuconform.plugin.fixtures import SETTING_UP
+from gpuconform.plugin.fixtures import setting_up
 from gpuconform.profile import ClusterExpectations
 from gpuconform.report.record import note_platform
 
@@ -106,7 +106,7 @@ def cluster_session(_gpuconform_config: pytest.Config):
     failed run created."""
     run = cluster_run(_gpuconform_config)
     yield run
-    failed = _gpuconform_config.stash[SETTING_UP].session.testsfailed > 0  # made by an item: one was set up
+    failed = setting_up(_gpuconform_config).session.testsfailed > 0  # made by an item: one was set up
     errors = run.finish(failed)
     # shown by pytest_terminal_summary: output of a fixture teardown is captured
     if run.cluster is not None:
@@ -166,8 +166,8 @@ def workloads(cluster_session: ClusterRun, cluster: "ClusterFacts") -> "Workload
 
 
 @pytest.fixture
-def evidence(_gpuconform_item: pytest.Function) -> Evidence:
-    return Evidence(_gpuconform_item)
+def evidence(_gpuconform_config: pytest.Config) -> Evidence:
+    return Evidence(setting_up(_gpuconform_config))
 
 
 def _cluster_subject(request: pytest.FixtureRequest) -> gating.Subject:

@@ -111,7 +111,7 @@ def _node_subject(request: pytest.FixtureRequest) -> gating.Subject:
 gating.register(gating.LayerGate("node", REACHABLE, "host answers the probe", _node_subject))
 
 
-#: the item being set up (``_gpuconform_item``)
+#: the item being set up (:func:`setting_up`)
 SETTING_UP = pytest.StashKey[pytest.Item]()
 
 
@@ -120,30 +120,32 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     item.config.stash[SETTING_UP] = item
 
 
+def setting_up(config: pytest.Config) -> pytest.Function:
+    """The check being set up, for a fixture of that check: ``request.node`` without ``request`` (its
+    ``_request`` is that request). Not a fixture of its own: each fixture a check uses is looked up
+    again on every check, and a function-scoped one is made again (docs/architecture.md)."""
+    return config.stash[SETTING_UP]
+
+
 def run_fixtures(config: pytest.Config) -> types.ModuleType:
-    """A plugin of two fixtures closed over ``config``, for the suite's fixtures to ask for instead of
-    ``pytestconfig`` and ``request``: a fixture that asks for ``request``, or ``pytestconfig`` (which
-    asks for ``request``), makes pytest build a fixture definition (a signature) for ``request`` each
-    time an item uses it, even a session fixture already made: 3 % of a 3,000-node run (issue #27;
-    docs/architecture.md "pytest's internals still used")."""
+    """The suite's fixtures closed over ``config``: ``_gpuconform_config``, for the suite's fixtures to
+    ask for instead of ``pytestconfig`` and ``request`` (a fixture that asks for ``request``, or
+    ``pytestconfig`` which asks for ``request``, makes pytest build a fixture definition, a
+    signature, for ``request`` each time an item uses it, even a session fixture already made: 3 %
+    of a 3,000-node run), the gate, and the node checks' ``node`` and ``expected``, which so ask for
+    no other fixture (issue #27; docs/architecture.md "pytest's internals still used")."""
     @pytest.fixture(scope="session")
     def _gpuconform_config() -> pytest.Config:
         """The run's config: ``pytestconfig`` without ``request``."""
         return config
-
-    @pytest.fixture
-    def _gpuconform_item() -> pytest.Function:
-        """The check being set up: ``request.node`` without ``request`` (its ``_request`` is that request)."""
-        return config.stash[SETTING_UP]
 
     @pytest.fixture(autouse=True)
     def _gpuconform_blocked_by() -> None:
         """Skip as "blocked by <check>" when the layer's first check (host or API server answers)
         or a prerequisite named in ``needs`` fails on the same target: node, cluster and kubeflow
         checks. Autouse fixtures are set up first: a blocked check's own fixtures (pods, jobs) are
-        never made. It reads the item itself, not through ``_gpuconform_item``: one fixture less
-        on every check (thousands of items)."""
-        reason = gating.blocked_by(config.stash[SETTING_UP]._request)
+        never made."""
+        reason = gating.blocked_by(setting_up(config)._request)
         if reason:
             pytest.skip(reason)
 
@@ -164,7 +166,7 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
         return loaded.node_for(host_label(host), host.backend.get_pytest_id())
 
     plugin = types.ModuleType(f"{__name__}.run")
-    plugin._gpuconform_config, plugin._gpuconform_item = _gpuconform_config, _gpuconform_item
+    plugin._gpuconform_config = _gpuconform_config
     plugin._gpuconform_blocked_by = _gpuconform_blocked_by
     plugin.node, plugin.expected = node, expected
     return plugin

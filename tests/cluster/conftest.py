@@ -13,6 +13,7 @@ from gpuconform.node.facts import CannotTell
 from gpuconform.once import Once
 from gpuconform.plugin import params
 from gpuconform.plugin.cluster_fixtures import cluster_run
+from gpuconform.plugin.fixtures import setting_up
 from gpuconform.plugin.keys import PROFILE
 
 if TYPE_CHECKING:  # the kubernetes client loads only when a cluster check runs
@@ -81,10 +82,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _nothing_to_judge(_gpuconform_item: pytest.Function, cluster_expected):
+def _nothing_to_judge(_gpuconform_config: pytest.Config, cluster_expected):
     """A check parametrized over GPU workers or MIG resources when the cluster has none of them:
     one result saying why, in the cluster's words (never pytest's "empty parameter set")."""
-    request = _gpuconform_item._request
+    request = setting_up(_gpuconform_config)._request
     params = getattr(getattr(request.node, "callspec", None), "params", {})
     if params.get("gpu_node") == NO_GPU_NODE:
         pytest.skip(f"no node matches cluster.gpu_workers.selector {cluster_expected.gpu_workers.selector} "

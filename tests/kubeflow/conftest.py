@@ -14,6 +14,7 @@ from gpuconform.kubeflow.errors import LoginFailed
 from gpuconform.kubeflow.run import KubeflowRun
 from gpuconform.plugin import gating, keys, params
 from gpuconform.plugin.evidence import DISCARD, Evidence
+from gpuconform.plugin.fixtures import setting_up
 from gpuconform.profile import KubeflowExpectations, KubeflowIngress
 
 LOGIN = "kubeflow.login.session"
@@ -67,9 +68,9 @@ def web_app(web_app_name: str, kubeflow_expected: KubeflowExpectations):
 
 
 @pytest.fixture
-def kf_evidence(_gpuconform_item: pytest.Function, kf: KubeflowRun) -> Evidence:
+def kf_evidence(_gpuconform_config: pytest.Config, kf: KubeflowRun) -> Evidence:
     """Evidence with the configured and default passwords masked on top of the report's redaction."""
-    return Evidence(_gpuconform_item, kf.secrets)
+    return Evidence(setting_up(_gpuconform_config), kf.secrets)
 
 
 @pytest.fixture
