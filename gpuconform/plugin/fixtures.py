@@ -173,12 +173,6 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
 
 
 @pytest.fixture(scope="session")
-def gpuconform_profile(_gpuconform_config: pytest.Config) -> profile_mod.LoadedProfile:
-    """The validated platform profile (--profile)."""
-    return _gpuconform_config.stash[keys.PROFILE]
-
-
-@pytest.fixture(scope="session")
 def _probe_pool(_gpuconform_config: pytest.Config):
     yield probe_pool(_gpuconform_config)
     _close_pool(_gpuconform_config)
