@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import types
 from typing import TYPE_CHECKING
 
 import pytest
@@ -45,6 +46,8 @@ class ClusterRun:
         waiting.progress = terminal_progress(config, waiting.Progress)
         self.namespace: "RunNamespace | None" = None
         self.operator_noted = False
+        self.used = False      #: a check asked for the cluster (else it was made for the collection only)
+        self.finished = False
         self.summary: list[str] = []
         self.connect_error: str | None = None
         t = self.expected.timeouts
@@ -72,6 +75,7 @@ class ClusterRun:
             return self.namespace
 
     def finish(self, failed: bool) -> list[str]:
+        self.finished = True
         if self.namespace is not None and failed and self.keep_on_failure:
             self.namespace.keep = True
         errors = self.cleanup.run()
@@ -100,15 +104,26 @@ def cluster_run(config: pytest.Config) -> ClusterRun:
 
 
 @pytest.fixture(scope="session")
-def cluster_session(_gpuconform_config: pytest.Config):
-    """This process's :class:`ClusterRun`; at the end (pass, fail, Ctrl-C or SIGTERM) its
-    cleanup runs (SIGTERM is Ctrl-C: plugin/hooks.py), unless --keep-on-failure keeps what a
-    failed run created."""
+def cluster_session(_gpuconform_config: pytest.Config) -> ClusterRun:
+    """This process's :class:`ClusterRun` (its cleanup runs when the session finishes)."""
     run = cluster_run(_gpuconform_config)
-    yield run
-    failed = setting_up(_gpuconform_config).session.testsfailed > 0  # made by an item: one was set up
-    errors = run.finish(failed)
-    # shown by pytest_terminal_summary: output of a fixture teardown is captured
+    run.used = True
+    return run
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own teardown of the session's fixtures, which may use the cluster
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """At the end (pass, fail, Ctrl-C or SIGTERM: SIGTERM is Ctrl-C, plugin/hooks.py) the run's
+    cleanup runs, unless --keep-on-failure keeps what a failed run created. A session hook, not a
+    session fixture's teardown: the per-worker checks ask for ``cluster`` alone, and each fixture a
+    check uses is looked up again on every check (docs/architecture.md)."""
+    run = session.config.stash.get(CLUSTER_RUN, None)
+    if run is None or run.finished:
+        return
+    errors = run.finish(session.testsfailed > 0)
+    if not run.used:  # made to list the GPU workers for the collection, and no check ran
+        return
+    # shown by pytest_terminal_summary
     if run.cluster is not None:
         run.summary.append(f"gpuconform: cluster layer sent {run.cluster.request_count} API requests "
                            f"to {run.cluster.server}")
@@ -124,10 +139,27 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         terminalreporter.write_line(line)
 
 
-@pytest.fixture(scope="session")
-def cluster_expected(_gpuconform_config: pytest.Config) -> ClusterExpectations:
-    """What the profile expects of the cluster (profile ``cluster:``)."""
-    return _gpuconform_config.stash[keys.PROFILE].profile.cluster
+def run_fixtures(config: pytest.Config) -> types.ModuleType:
+    """``cluster`` and ``cluster_expected``, closed over ``config``: a check of a GPU worker (thousands
+    at fleet size) asks for no other fixture of the suite, as each one more is looked up again on
+    every check (issue #27; fixtures.run_fixtures does the same for the node checks)."""
+    @pytest.fixture(scope="session")
+    def cluster_expected() -> ClusterExpectations:
+        """What the profile expects of the cluster (profile ``cluster:``)."""
+        return config.stash[keys.PROFILE].profile.cluster
+
+    @pytest.fixture(scope="session")
+    def cluster() -> "ClusterFacts":
+        """Read-only snapshot of the cluster: one list per kind, fetched on first use."""
+        run = cluster_run(config)
+        run.used = True
+        if run.facts is None:
+            pytest.skip(gating.blocked(REACHABLE, API_ANSWERS, run.connect_error))
+        return run.facts
+
+    plugin = types.ModuleType(f"{__name__}.run")
+    plugin.cluster, plugin.cluster_expected = cluster, cluster_expected
+    return plugin
 
 
 @pytest.fixture(scope="session")
@@ -142,14 +174,6 @@ def declared(exp: ClusterExpectations):
     w = exp.gpu_workers
     return Declared(exp.gpu_stack, exp.gpu_operator.cluster_policy, w.product, w.count, w.sharing.mode,
                     w.sharing.replicas)
-
-
-@pytest.fixture(scope="session")
-def cluster(cluster_session: ClusterRun) -> "ClusterFacts":
-    """Read-only snapshot of the cluster: one list per kind, fetched on first use."""
-    if cluster_session.facts is None:
-        pytest.skip(gating.blocked(REACHABLE, API_ANSWERS, cluster_session.connect_error))
-    return cluster_session.facts
 
 
 @pytest.fixture(scope="session")
@@ -172,7 +196,7 @@ def evidence(_gpuconform_config: pytest.Config) -> Evidence:
 
 def _cluster_subject(request: pytest.FixtureRequest) -> gating.Subject:
     """Also notes the GPU Operator's version for the report's platform fingerprint, once."""
-    run: ClusterRun = request.getfixturevalue("cluster_session")
+    run = cluster_run(request.config)
     why = run.unreachable
     if why:
         return gating.Subject("cluster", dict, down=why)

@@ -146,6 +146,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(distribution, "gpuconform-distribution")
     config.pluginmanager.register(heap, "gpuconform-heap")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
+    config.pluginmanager.register(cluster_fixtures.run_fixtures(config), "gpuconform-cluster-run-fixtures")
     config.pluginmanager.register(k8s_node_fixtures, "gpuconform-k8s-node-fixtures")
     config.pluginmanager.register(hooks.Hooks(config, run_inputs), "gpuconform-hooks")
     reports = reporting.Reports(config, run_inputs)

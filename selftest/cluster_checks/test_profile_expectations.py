@@ -48,3 +48,18 @@ def test_unknown_gpu_product_cannot_be_checked(run_cluster, profile_with):
     assert labels["message"] == "nvidia.com/gpu.product='NVIDIA-H100-80GB-HBM3' (expected 'NVIDIA-B300')"
     alloc = results[("cluster.mig.allocatable", "gpu-worker-1")]
     assert alloc["verdict"] == "blocked" and alloc["blocked_by"] == "cluster.node.gpu_labels", alloc
+
+
+def test_a_selector_no_node_matches_skips_the_worker_checks_saying_why(run_cluster, profile_with):
+    """A GPU worker selector that matches no node: cluster.nodes.gpu_workers fails, and each check
+    of a GPU worker gives one result saying so in the profile's words (never pytest's "empty
+    parameter set", never a pass)."""
+    profile = profile_with({"cluster": {"gpu_workers": {"selector": "no-such-label=1"}}})
+    _, results = run_cluster("-k", "test_api or test_gpu_nodes", profile=profile)
+    assert results[("cluster.nodes.gpu_workers", None)]["verdict"] == "fail", results[("cluster.nodes.gpu_workers", None)]
+    per_worker = {cid: r for (cid, param), r in results.items() if param == "<no GPU worker>"}
+    assert {"cluster.node.gpu_labels", "cluster.mig.allocatable"} <= set(per_worker), sorted(results)
+    for cid, r in per_worker.items():
+        assert r["verdict"] == "skip", (cid, r)
+        assert r["message"] == ("no node matches cluster.gpu_workers.selector no-such-label=1 "
+                                "(judged by cluster.nodes.gpu_workers)"), (cid, r["message"])

@@ -4,6 +4,7 @@ remediation fixture exists only with --remediate, and no fixture of a check asks
 ``pytestconfig``, which make pytest build a fixture definition on every item that uses them)."""
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +33,16 @@ CLOSURE = """
 class Closure:
     def pytest_collection_finish(self, session):
         print("FIXTURES " + " ".join(sorted({n for i in session.items for n in i.fixturenames})))
+"""
+
+#: a plugin that prints, per item, whether it takes a MIG resource and whether it uses the fixture
+#: that judges "no MIG resource offered"
+MIG_JUDGE = """
+class MigJudge:
+    def pytest_collection_finish(self, session):
+        seen = sorted({tuple(n in i.fixturenames for n in ("gpu_node", "mig_resource", "_nothing_to_judge"))
+                       for i in session.items})
+        print("MIG %d %s" % (len(session.items), seen))
 """
 
 #: a plugin that prints, for every item, the fixtures of its closure that ask for ``request`` or
@@ -96,3 +107,21 @@ def test_no_fixture_of_a_check_asks_for_request(layer, tmp_path):
     line = next((line.split() for line in out.splitlines() if line.startswith("ITEMS ")), None)
     assert line is not None and int(line[1]) > 0, out[-3000:]
     assert line[3:] == ["-"], f"fixtures that ask for request or pytestconfig: {line[3:]}"
+
+
+def test_only_the_mig_checks_run_the_nothing_to_judge_fixture(tmp_path):
+    """The per-worker checks (thousands of items at fleet size) pay for no fixture that judges an
+    absent MIG resource: "no GPU worker" is a skip mark set where the items are made; every check
+    that takes a MIG resource has the fixture, which skips it saying why when none is offered."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+                          "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+                          "users: [{name: u, user: {token: t}}]\n")
+    out = _run(MIG_JUDGE, "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "cluster and not disruptive",
+               f"--kubeconfig={kubeconfig}", "--profile=profiles/seed-h100.yaml", plugins="MigJudge()")
+    line = next((line for line in out.splitlines() if line.startswith("MIG ")), None)
+    assert line is not None, out[-3000:]
+    seen = ast.literal_eval(line.split(" ", 2)[2])  # (takes gpu_node, takes mig_resource, uses the fixture)
+    assert (True, False, False) in seen and (False, True, True) in seen, seen
+    assert not [s for s in seen if s[0] and s[2]], f"a per-worker check uses _nothing_to_judge: {seen}"
+    assert not [s for s in seen if s[1] and not s[2]], f"a MIG check lacks _nothing_to_judge: {seen}"

@@ -76,21 +76,22 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
               "toleration": "cluster.gpu_operator.tolerations",
               "operand": "cluster.gpu_operator.operands, or the operands the ClusterPolicy enables",
               "excluded_namespace": "cluster.kyverno.excluded_namespaces"}
+    # a GPU worker check when the cluster has none: one result saying why, in the cluster's words
+    # (never pytest's "empty parameter set"); a mark, not a fixture every worker's check would run
+    skipped = {"gpu_node": {NO_GPU_NODE: f"no node matches cluster.gpu_workers.selector {exp.gpu_workers.selector} "
+                                         f"(judged by cluster.nodes.gpu_workers)"}}
     for fixture, items in table.items():
         if fixture in metafunc.fixturenames:
-            params.parametrize(metafunc, fixture, items(), fields.get(fixture, fixture))
+            params.parametrize(metafunc, fixture, items(), fields.get(fixture, fixture), skipped=skipped.get(fixture))
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture
 def _nothing_to_judge(_gpuconform_config: pytest.Config, cluster_expected):
-    """A check parametrized over GPU workers or MIG resources when the cluster has none of them:
-    one result saying why, in the cluster's words (never pytest's "empty parameter set")."""
+    """A check parametrized over MIG resources when no GPU worker offers one: one result saying why,
+    in the cluster's words (never pytest's "empty parameter set"). The MIG checks use it
+    (``usefixtures``), before the fixture that would run a pod on the resource."""
     request = setting_up(_gpuconform_config)._request
-    params = getattr(getattr(request.node, "callspec", None), "params", {})
-    if params.get("gpu_node") == NO_GPU_NODE:
-        pytest.skip(f"no node matches cluster.gpu_workers.selector {cluster_expected.gpu_workers.selector} "
-                    f"(judged by cluster.nodes.gpu_workers)")
-    if params.get("mig_resource") == NO_MIG:
+    if getattr(getattr(request.node, "callspec", None), "params", {}).get("mig_resource") == NO_MIG:
         cluster = request.getfixturevalue("cluster")
         pytest.skip(_mig_should_be_offered(cluster, cluster_expected, request.getfixturevalue("expected_mig"))
                     or _why_no_mig(cluster, cluster_expected))
