@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import signal
 import subprocess
 import sys
@@ -41,7 +40,7 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
-from benchmarks.suite_env import NOTE, suite_env  # noqa: E402
+from benchmarks.suite_env import NOTE, children_cpu, suite_env  # noqa: E402
 from testbed.cluster.controlplane import ControlPlane  # noqa: E402
 from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
 from testbed.cluster.platform import Platform  # noqa: E402
@@ -71,10 +70,6 @@ def request_total(api) -> float:
     resp = api.call_api(*api.param_serialize("GET", "/metrics", auth_settings=["BearerToken"]))
     return sum(float(value) for _labels, value in METRIC.findall(resp.read().decode()))
 
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def pids(state: Path, names) -> list[int]:
@@ -265,11 +260,11 @@ def main() -> int:
             probe = request_total(api)
             before = request_total(api)
             own_read = before - probe  # 1 if the server counts a /metrics read, else 0
-            servers_cpu, suite_cpu = cpu_seconds(servers), _children_cpu()
+            servers_cpu, suite_cpu = cpu_seconds(servers), children_cpu()
             t1 = time.monotonic()
             proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=suite_env())
             wall = time.monotonic() - t1
-            servers_cpu, suite_cpu = cpu_seconds(servers) - servers_cpu, _children_cpu() - suite_cpu
+            servers_cpu, suite_cpu = cpu_seconds(servers) - servers_cpu, children_cpu() - suite_cpu
             after = request_total(api)
             requests = after - before - own_read  # the suite's requests alone (controllers paused)
             summary = [line for line in proc.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -50,12 +49,8 @@ sys.path.insert(0, str(REPO))
 
 from gpuconform import profile as profile_mod  # noqa: E402
 from gpuconform.plugin.fixtures import probe_script  # noqa: E402
-from benchmarks.suite_env import NOTE, suite_env  # noqa: E402
+from benchmarks.suite_env import NOTE, children_cpu, suite_env  # noqa: E402
 from testbed.hosts import net  # noqa: E402
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 #: host count -> the ratio suite/bound it should stay under (issue #27)
@@ -70,9 +65,9 @@ def goal(text: str) -> str:
 
 def timed(fn) -> tuple[float, float]:
     """Wall and children's CPU seconds of ``fn()``."""
-    cpu0, t0 = _children_cpu(), time.monotonic()
+    cpu0, t0 = children_cpu(), time.monotonic()
     fn()
-    return time.monotonic() - t0, _children_cpu() - cpu0
+    return time.monotonic() - t0, children_cpu() - cpu0
 
 
 def _busy() -> tuple[int, int]:

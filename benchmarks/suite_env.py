@@ -6,9 +6,16 @@ second run never pays. The benchmarks measure runs as users make them, and say s
 from __future__ import annotations
 
 import os
+import resource
 
 NOTE = "bytecode cache on (Python's default)"
 
 
 def suite_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def children_cpu() -> float:
+    """User+system CPU seconds of this process's finished children (the suite's runs) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
