@@ -71,7 +71,6 @@ def request_total(api) -> float:
     return sum(float(value) for _labels, value in METRIC.findall(resp.read().decode()))
 
 
-
 def pids(state: Path, names) -> list[int]:
     out = []
     for name in names:
