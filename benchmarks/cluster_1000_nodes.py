@@ -43,6 +43,7 @@ import yaml  # noqa: E402
 from benchmarks.suite_env import NOTE, children_cpu, suite_env  # noqa: E402
 from testbed.cluster.controlplane import ControlPlane  # noqa: E402
 from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
+from testbed.cluster.procs import cpu_seconds  # noqa: E402
 from testbed.cluster.platform import Platform  # noqa: E402
 from testbed.kube import client_for  # noqa: E402
 from testbed.waiting import wait_for  # noqa: E402
@@ -78,16 +79,6 @@ def pids(state: Path, names) -> list[int]:
         if f.exists():
             out.append(int(f.read_text().split()[0]))
     return out
-
-
-def cpu_seconds(pid_list: list[int]) -> float:
-    """User+system CPU seconds the processes have used so far (/proc/PID/stat)."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pid_list:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
-    return total / ticks
 
 
 def wait_quiet(pid_list: list[int]) -> tuple[float, float]:

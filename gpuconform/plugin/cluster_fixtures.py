@@ -47,7 +47,6 @@ class ClusterRun:
         self.namespace: "RunNamespace | None" = None
         self.operator_noted = False
         self.used = False      #: a check asked for the cluster (else it was made for the collection only)
-        self.finished = False
         self.summary: list[str] = []
         self.connect_error: str | None = None
         t = self.expected.timeouts
@@ -75,7 +74,6 @@ class ClusterRun:
             return self.namespace
 
     def finish(self, failed: bool) -> list[str]:
-        self.finished = True
         if self.namespace is not None and failed and self.keep_on_failure:
             self.namespace.keep = True
         errors = self.cleanup.run()
@@ -118,7 +116,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     session fixture's teardown: the per-worker checks ask for ``cluster`` alone, and each fixture a
     check uses is looked up again on every check (docs/architecture.md)."""
     run = session.config.stash.get(CLUSTER_RUN, None)
-    if run is None or run.finished:
+    if run is None:
         return
     errors = run.finish(session.testsfailed > 0)
     if not run.used:  # made to list the GPU workers for the collection, and no check ran

@@ -67,6 +67,15 @@ def _run(code: str, *args: str, plugins: str = "") -> str:
     return out.stdout + out.stderr
 
 
+def _silent_cluster(tmp_path: Path) -> Path:
+    """A kubeconfig of a cluster that answers nothing: the checks are still collected."""
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
+                          "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
+                          "users: [{name: u, user: {token: t}}]\n")
+    return kubeconfig
+
+
 def test_the_probes_start_before_the_report_and_cluster_modules_load(tmp_path):
     out = _run(WATCH_SUBMIT, "-q", "-p", "no:cacheprovider", "-m", "node", "-k", "reachable", "--hosts=local://",
                "--profile=profiles/seed-h100.yaml", f"--report-dir={tmp_path}")
@@ -98,10 +107,7 @@ def test_a_node_check_uses_no_suite_fixture_beyond_host_node_expected_and_the_ga
 
 @pytest.mark.parametrize("layer", ["node", "cluster", "kubeflow"])
 def test_no_fixture_of_a_check_asks_for_request(layer, tmp_path):
-    kubeconfig = tmp_path / "kubeconfig"  # a cluster that answers nothing: the checks are still collected
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
-                          "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
-                          "users: [{name: u, user: {token: t}}]\n")
+    kubeconfig = _silent_cluster(tmp_path)
     out = _run(ASKS_REQUEST, "--collect-only", "-q", "-p", "no:cacheprovider", "-m", layer, "--hosts=local://",
                f"--kubeconfig={kubeconfig}", "--profile=profiles/seed-h100.yaml", plugins="AsksRequest()")
     line = next((line.split() for line in out.splitlines() if line.startswith("ITEMS ")), None)
@@ -113,10 +119,7 @@ def test_only_the_mig_checks_run_the_nothing_to_judge_fixture(tmp_path):
     """The per-worker checks (thousands of items at fleet size) pay for no fixture that judges an
     absent MIG resource: "no GPU worker" is a skip mark set where the items are made; every check
     that takes a MIG resource has the fixture, which skips it saying why when none is offered."""
-    kubeconfig = tmp_path / "kubeconfig"
-    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://127.0.0.1:9'}}]\n"
-                          "contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n"
-                          "users: [{name: u, user: {token: t}}]\n")
+    kubeconfig = _silent_cluster(tmp_path)
     out = _run(MIG_JUDGE, "--collect-only", "-q", "-p", "no:cacheprovider", "-m", "cluster and not disruptive",
                f"--kubeconfig={kubeconfig}", "--profile=profiles/seed-h100.yaml", plugins="MigJudge()")
     line = next((line for line in out.splitlines() if line.startswith("MIG ")), None)

@@ -21,7 +21,7 @@ import signal
 import subprocess
 import threading
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from testbed.waiting import GiveUp, wait_for
 
@@ -33,17 +33,32 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def proc_start_time(pid: int) -> str | None:
-    """Start time of ``pid`` in clock ticks since boot, or None if it does not exist."""
+def _stat_fields(pid: int) -> list[str] | None:
+    """The fields of /proc/PID/stat after the command name (proc(5) field 3 on), None if no such process."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except (FileNotFoundError, ProcessLookupError, PermissionError):
         return None
     # the command name (field 2) may hold spaces; fields after the last ')' are fixed
-    fields = stat.rsplit(")", 1)[1].split()
-    if fields[0] == "Z":  # a zombie is gone for our purposes
+    return stat.rsplit(")", 1)[1].split()
+
+
+def proc_start_time(pid: int) -> str | None:
+    """Start time of ``pid`` in clock ticks since boot, or None if it does not exist."""
+    fields = _stat_fields(pid)
+    if fields is None or fields[0] == "Z":  # a zombie is gone for our purposes
         return None
     return fields[19]
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """User+system CPU seconds the processes ``pids`` have used so far (those still there)."""
+    ticks = 0
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None:
+            ticks += int(fields[11]) + int(fields[12])  # utime, stime: proc(5) fields 14 and 15
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @dataclasses.dataclass
