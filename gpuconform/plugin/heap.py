@@ -4,9 +4,10 @@ Collection makes the items (their fixtures, marks, the cluster's node list) and 
 report per phase of each check; all of it lives until the process ends. The collector's full
 passes would walk it again and again as it grows: measured, 1 s of a 100-host node run's 10 s
 of CPU and 3 s of a 3,000-node cluster run's 25 s. So what is made up to each stage is frozen out
-of those passes (``gc.freeze``): before collection (imports, configuration), after it (the
-collector is paused while it runs: it makes items, not garbage; gpuconform/gcpause.py), and
-before the reports are built. Garbage a check makes is still collected as usual.
+of those passes (``gc.freeze``): after the suite's modules load (the collector paused meanwhile:
+plugin/plugin.py), before collection (the other plugins, configuration), after it (the collector
+is paused while it runs: it makes items, not garbage; gpuconform/gcpause.py), and before the
+reports are built. Garbage a check makes is still collected as usual.
 """
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
 """The collector paused while big acyclic structures are built: resumed once, after the last
 pause, and only if it ran before the first."""
 import gc
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 from gpuconform import gcpause
 
@@ -52,3 +55,24 @@ def test_overlapping_pauses_of_threads_leave_it_running():
         t.join(10)
     assert under_b == [False]
     assert gc.isenabled()
+
+
+def test_the_plugin_loads_the_suite_with_the_collector_paused_and_leaves_it_running():
+    """plugin/plugin.py imports the suite's modules under a pause (issue #27: the collector's
+    passes over them were 20 ms of a small run's start): afterwards the collector runs again, with
+    what they made frozen out of its passes."""
+    code = ("import gc, sys\n"
+            "from gpuconform import gcpause\n"
+            "seen = []\n"
+            "real = gcpause.paused\n"
+            "def spy():\n"
+            "    seen.append(gc.isenabled())\n"
+            "    return real()\n"
+            "gcpause.paused = spy\n"
+            "import gpuconform.plugin.plugin\n"
+            "assert 'gpuconform.profile' in sys.modules\n"
+            "print(seen, gc.isenabled(), gc.get_freeze_count() > 0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["[True]", "True", "True"], out.stdout
