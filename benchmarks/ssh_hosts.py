@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from gpuconform import profile as profile_mod  # noqa: E402
 from gpuconform.plugin.fixtures import probe_script  # noqa: E402
-from benchmarks.suite_env import NOTE, children_cpu, suite_env  # noqa: E402
+from benchmarks.suite_env import NOTE, children_cpu, machine_cpu, suite_env  # noqa: E402
 from testbed.hosts import net  # noqa: E402
 
 
@@ -70,10 +70,10 @@ def timed(fn) -> tuple[float, float]:
     return time.monotonic() - t0, children_cpu() - cpu0
 
 
-def _busy() -> tuple[int, int]:
-    """The machine's busy and total CPU time so far (clock ticks, /proc/stat)."""
-    ticks = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)  # less idle and iowait
+def _busy() -> tuple[float, float]:
+    """The machine's busy and total CPU seconds so far."""
+    cpu = machine_cpu()
+    return sum(cpu.values()) - cpu["idle"] - cpu["iowait"], sum(cpu.values())
 
 
 def bound(nodes: net.SshNodes, script: str, parallel: int) -> None:
@@ -138,8 +138,8 @@ def main() -> int:
             busy: list[float] = []
             for r in range(args.rounds):
                 (busy0, all0), (b_wall, b_cpu), (busy1, all1) = _busy(), timed(lambda: bound(nodes, script, parallel)), _busy()
-                busy.append((busy1 - busy0) / max(all1 - all0, 1))
-                busy_s = (busy1 - busy0) / os.sysconf("SC_CLK_TCK")
+                busy.append((busy1 - busy0) / max(all1 - all0, 1e-9))
+                busy_s = busy1 - busy0
                 c_wall, c_cpu = timed(lambda: collect_only(nodes, args.profile))
                 collects.append(c_wall)
                 line = (f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU, machine "
