@@ -59,20 +59,23 @@ def test_overlapping_pauses_of_threads_leave_it_running():
 
 def test_the_plugin_loads_the_suite_with_the_collector_paused_and_leaves_it_running():
     """plugin/plugin.py imports the suite's modules under a pause (issue #27: the collector's
-    passes over them were 20 ms of a small run's start): afterwards the collector runs again, with
-    what they made frozen out of its passes."""
-    code = ("import gc, sys\n"
+    passes over them were 20 ms of a small run's start): the profile is not loaded when the pause
+    begins and is when it ends; afterwards the collector runs again, with what they made frozen
+    out of its passes."""
+    code = ("import contextlib, gc, sys\n"
             "from gpuconform import gcpause\n"
             "seen = []\n"
             "real = gcpause.paused\n"
+            "@contextlib.contextmanager\n"
             "def spy():\n"
-            "    seen.append(gc.isenabled())\n"
-            "    return real()\n"
+            "    seen.append(('on', gc.isenabled(), 'gpuconform.profile' in sys.modules))\n"
+            "    with real():\n"
+            "        yield\n"
+            "    seen.append(('off', 'gpuconform.profile' in sys.modules))\n"
             "gcpause.paused = spy\n"
             "import gpuconform.plugin.plugin\n"
-            "assert 'gpuconform.profile' in sys.modules\n"
-            "print(seen, gc.isenabled(), gc.get_freeze_count() > 0)\n")
+            "print(repr(seen), gc.isenabled(), gc.get_freeze_count() > 0, sep='|')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["[True]", "True", "True"], out.stdout
+    assert out.stdout.strip().split("|") == ["[('on', True, False), ('off', True)]", "True", "True"], out.stdout
