@@ -54,9 +54,9 @@ class ClusterFacts:
     @once
     def gpu_nodes(self) -> tuple[dict, ...]:
         """Nodes matching the profile's GPU worker selector, sorted by name."""
-        doc = self.cluster.get_json("/api/v1/nodes", {"labelSelector": self.gpu_selector},
-                                    what=f"listing nodes {self.gpu_selector}")
-        return tuple(sorted(doc.get("items", []), key=lambda n: n["metadata"]["name"]))
+        items = self.cluster.list_items("/api/v1/nodes", {"labelSelector": self.gpu_selector},
+                                        what=f"listing nodes {self.gpu_selector}")
+        return tuple(sorted(items, key=lambda n: n["metadata"]["name"]))
 
     def gpu_node_names(self) -> list[str]:
         return [n["metadata"]["name"] for n in self.gpu_nodes()]
@@ -126,18 +126,16 @@ class ClusterFacts:
 
     @once
     def validator_pods(self) -> tuple[dict, ...]:
-        doc = self.cluster.get_json(f"/api/v1/namespaces/{self.operator_namespace}/pods",
-                                    {"labelSelector": f"app in ({','.join(VALIDATOR_APPS)})"},
-                                    what=f"listing validator pods in {self.operator_namespace}")
-        return tuple(doc.get("items", []))
+        return tuple(self.cluster.list_items(f"/api/v1/namespaces/{self.operator_namespace}/pods",
+                                             {"labelSelector": f"app in ({','.join(VALIDATOR_APPS)})"},
+                                             what=f"listing validator pods in {self.operator_namespace}"))
 
     @once
     def pods_of(self, label_selector: str) -> tuple[dict, ...]:
         """Pods of one operand (read only when its DaemonSet is short, to name the nodes)."""
-        doc = self.cluster.get_json(f"/api/v1/namespaces/{self.operator_namespace}/pods",
-                                    {"labelSelector": label_selector},
-                                    what=f"listing pods {label_selector} in {self.operator_namespace}")
-        return tuple(doc.get("items", []))
+        return tuple(self.cluster.list_items(f"/api/v1/namespaces/{self.operator_namespace}/pods",
+                                             {"labelSelector": label_selector},
+                                             what=f"listing pods {label_selector} in {self.operator_namespace}"))
 
     def operator_version(self) -> str | None:
         """The GPU Operator release, from its validator's image tag (``gpu-operator:v25.10.0``)."""

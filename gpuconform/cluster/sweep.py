@@ -29,8 +29,8 @@ def selector(run_id: str | None) -> str:
 def leftovers(cluster, run_id: str | None = None) -> tuple[list[dict], list[dict]]:
     """(namespaces of runs, nodes with a mig.config to restore)."""
     ns = cluster.get_json("/api/v1/namespaces", {"labelSelector": selector(run_id)}, what="listing run namespaces")
-    nodes = cluster.get_json("/api/v1/nodes", what="listing nodes")
-    relabelled = [n for n in nodes.get("items", []) if RESTORE_MIG_CONFIG in (n["metadata"].get("annotations") or {})]
+    nodes = cluster.list_items("/api/v1/nodes", what="listing nodes")
+    relabelled = [n for n in nodes if RESTORE_MIG_CONFIG in (n["metadata"].get("annotations") or {})]
     return ns.get("items", []), relabelled
 
 

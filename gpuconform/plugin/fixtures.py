@@ -18,7 +18,7 @@ from gpuconform.node.facts import NodeFacts
 from gpuconform.node.k8s_node import SCHEME as K8S_NODE
 from gpuconform.node.pool import ByKind, ProbePool
 from gpuconform.node.pool import label as host_label
-from gpuconform.plugin import gating, k8s_node_fixtures, keys
+from gpuconform.plugin import gating, hosts, k8s_node_fixtures, keys
 from gpuconform.plugin.hosts import all_hosts
 
 REACHABLE = "node.reachable"
@@ -132,8 +132,8 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
     ask for instead of ``pytestconfig`` and ``request`` (a fixture that asks for ``request``, or
     ``pytestconfig`` which asks for ``request``, makes pytest build a fixture definition, a
     signature, for ``request`` each time an item uses it, even a session fixture already made: 3 %
-    of a 3,000-node run), the gate, and the node checks' ``node`` and ``expected``, which so ask for
-    no other fixture (issue #27; docs/architecture.md "pytest's internals still used")."""
+    of a 3,000-node run), the gate, and the node checks' host parameter, ``node`` and ``expected``,
+    which so ask for no other fixture (issue #27; docs/architecture.md "pytest's internals still used")."""
     @pytest.fixture(scope="session")
     def _gpuconform_config() -> pytest.Config:
         """The run's config: ``pytestconfig`` without ``request``."""
@@ -148,6 +148,13 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
         reason = gating.blocked_by(setting_up(config)._request)
         if reason:
             pytest.skip(reason)
+
+    @pytest.fixture(scope="module")
+    def _gpuconform_host():
+        """The host of the check being set up (plugin/hosts.py parametrizes it, indirectly), read from
+        the check's parameters: a fixture asking for ``request`` (for ``request.param``) makes pytest
+        build a fixture definition for it on every check, 3 % of a 100-host run's CPU (issue #27)."""
+        return setting_up(config).callspec.params[hosts.PARAM]
 
     # ``node`` and ``expected`` follow testinfra's ``host`` (module-scoped): made once per module
     # and host, not once per check, as thousands of items would otherwise pay for; closed over the
@@ -168,7 +175,7 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
     plugin = types.ModuleType(f"{__name__}.run")
     plugin._gpuconform_config = _gpuconform_config
     plugin._gpuconform_blocked_by = _gpuconform_blocked_by
-    plugin.node, plugin.expected = node, expected
+    plugin.node, plugin.expected, plugin._gpuconform_host = node, expected, _gpuconform_host
     return plugin
 
 

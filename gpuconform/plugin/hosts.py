@@ -2,6 +2,9 @@
 label selectors resolved once, where the hosts are first needed, and the ``host`` fixture
 parametrized from it.
 
+The parametrized fixture ``_gpuconform_host`` itself is closed over the config
+(plugin/fixtures.py ``run_fixtures``: it reads the host from the check's parameters).
+
 The suite parametrizes the hosts itself instead of letting testinfra's plugin read
 ``config.option.hosts`` (which would have to be rewritten with the checked list): its ``host``
 fixture here overrides testinfra's and stands on :data:`PARAM`, so testinfra's own
@@ -67,11 +70,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     hosts = sorted(hosts, key=lambda h: h.backend.get_pytest_id())
     metafunc.parametrize(PARAM, hosts, ids=[h.backend.get_pytest_id() for h in hosts], scope="module",
                          indirect=True)
-
-
-@pytest.fixture(scope="module")
-def _gpuconform_host(request: pytest.FixtureRequest):
-    return request.param
 
 
 @pytest.fixture(scope="module")

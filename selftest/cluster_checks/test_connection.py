@@ -280,3 +280,18 @@ def test_dead_server_costs_one_deadline(api_server, tmp_path):
     given_up = [r for r in results.values() if "given up for the run" in r["message"]]
     assert given_up, {k: r["message"] for k, r in results.items()}
     assert elapsed < api_s + 20, f"the cluster layer took {elapsed:.0f} s with api_s {api_s}"
+
+
+def test_lists_are_read_in_pages_on_the_real_server(platform, monkeypatch):
+    """The real API server's paging (issue #27): two nodes a request, every GPU worker once, in the
+    server's order, without managedFields; one request a page."""
+    from gpuconform.cluster import connect
+    cluster = connect.connect(str(platform.kubeconfig), timeout=30)
+    whole = cluster.get_json("/api/v1/nodes")["items"]
+    assert len(whole) >= 3 and all(n["metadata"].get("managedFields") for n in whole)
+    monkeypatch.setattr(connect, "LIST_PAGE", 2)
+    before = cluster.request_count
+    paged = cluster.list_items("/api/v1/nodes")
+    assert [n["metadata"]["name"] for n in paged] == [n["metadata"]["name"] for n in whole]
+    assert not any("managedFields" in n["metadata"] for n in paged)
+    assert cluster.request_count - before == -(-len(whole) // 2)

@@ -63,9 +63,8 @@ def resolve(specs: list[str], connect: Callable[[], Any]) -> Resolved:
         why = None
         try:
             cluster = cluster or connect()
-            doc = cluster.get_json("/api/v1/nodes", {"labelSelector": selector},
-                                   what=f"listing the nodes of selector {selector}")
-            names = sorted(n["metadata"]["name"] for n in doc.get("items", []))
+            names = sorted(n["metadata"]["name"] for n in cluster.list_items(
+                "/api/v1/nodes", {"labelSelector": selector}, what=f"listing the nodes of selector {selector}"))
         except Exception as exc:  # noqa: BLE001 - ClusterError, or no kubernetes config at all
             names, why = [], f"cannot list the nodes of selector {selector!r}: {exc}"
         if not names:
