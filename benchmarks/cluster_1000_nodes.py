@@ -19,8 +19,8 @@ same objects either way.)
 Before the measured run the bed settles: the API server and etcd still work through the setup's
 writes for a while (the first run at 10,000 nodes took 60 s where the next took 46-48 s on the same
 cluster), so the run waits until the two use under 10 % of a CPU (at most 5 minutes) and prints
-the CPU that the suite (user and system, and its page faults) and the two used during it, and the
-machine's idle and stolen time (a virtual machine's host busy elsewhere).
+the CPU that the suite (user and system, and its page faults) and the two used during it, the
+machine's idle and stolen time (a virtual machine's host busy elsewhere), and the suite's peak memory.
 Goal (issue #27): 10,000 nodes: the suite <= 60 s wall, <= 50 API requests.
 """
 from __future__ import annotations
@@ -41,7 +41,8 @@ sys.path.insert(0, str(REPO))
 
 import yaml  # noqa: E402
 
-from benchmarks.suite_env import NOTE, children_usage, machine_cpu, since, suite_env  # noqa: E402
+from benchmarks.suite_env import (NOTE, children_usage, machine_cpu, peak_rss, since, suite_env,  # noqa: E402
+                                  with_peak_rss)
 from testbed.cluster.controlplane import ControlPlane  # noqa: E402
 from testbed.cluster.nodes import GpuWorker, published_node  # noqa: E402
 from testbed.cluster.procs import cpu_seconds  # noqa: E402
@@ -253,7 +254,8 @@ def main() -> int:
             own_read = before - probe  # 1 if the server counts a /metrics read, else 0
             servers_cpu, suite_use, machine = cpu_seconds(servers), children_usage(), machine_cpu()
             t1 = time.monotonic()
-            proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600, env=suite_env())
+            proc = subprocess.run(with_peak_rss(cmd), cwd=REPO, capture_output=True, text=True, timeout=600,
+                                  env=suite_env())
             wall = time.monotonic() - t1
             servers_cpu = cpu_seconds(servers) - servers_cpu
             suite_use, machine = since(suite_use, children_usage()), since(machine, machine_cpu())
@@ -269,7 +271,8 @@ def main() -> int:
                   f"{suite_use['user']:.1f}, system {suite_use['system']:.1f}; page faults "
                   f"{suite_use['minor faults']:.0f} minor, {suite_use['major faults']:.0f} major), "
                   f"{' and '.join(SERVERS)} {servers_cpu:.1f} s; the machine: idle {machine['idle']:.1f} s, "
-                  f"stolen by the host {machine['steal']:.1f} s")
+                  f"stolen by the host {machine['steal']:.1f} s; the suite's peak memory "
+                  + (f"{peak:.0f} MB" if (peak := peak_rss(proc.stderr)) else "unknown"))
             print(f"API requests counted by the API server (apiserver_request_total): {requests:.0f}"
                   + (f"; counted by the suite's client: {own.group(1)}" if own else "")
                   + f" (goal <= {GOAL_REQUESTS})")

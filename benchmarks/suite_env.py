@@ -6,7 +6,9 @@ second run never pays. The benchmarks measure runs as users make them, and say s
 from __future__ import annotations
 
 import os
+import re
 import resource
+import sys
 from pathlib import Path
 
 NOTE = "bytecode cache on (Python's default)"
@@ -42,3 +44,21 @@ def machine_cpu() -> dict[str, float]:
 
 def since(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {k: after[k] - before[k] for k in after}
+
+
+#: runs argv[1:] as its only child and writes that child's largest resident set (bytes) last on stderr
+_PEAK = ("import resource, subprocess, sys\nrc = subprocess.call(sys.argv[1:])\n"
+         "print(f'peak RSS {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}', file=sys.stderr)\n"
+         "sys.exit(rc)")
+
+
+def with_peak_rss(cmd: list[str]) -> list[str]:
+    """``cmd`` run under a small parent that reports its peak memory (read with :func:`peak_rss`)."""
+    return [sys.executable, "-c", _PEAK, *cmd]
+
+
+def peak_rss(stderr: str) -> float | None:
+    """The peak resident set in MB that :func:`with_peak_rss` wrote, None when it wrote none."""
+    found = re.findall(r"^peak RSS (\d+)$", stderr, re.M)
+    return int(found[-1]) / 1e6 if found else None
+

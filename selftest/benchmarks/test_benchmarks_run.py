@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 #: script -> (its smallest arguments, what its figures look like)
 TINY = {
     "k8s_node_probes.py": (["--sizes", "3", "--full-at", "0"], r"(?m)^\s+3\s+[\d.]+\s+[\d.]+\s+\d+\s+[\d.]+\s+\d+\s+3 passed"),
-    "cluster_1000_nodes.py": (["--nodes", "3"], r"API requests counted by the API server \(apiserver_request_total\): \d+"),
+    "cluster_1000_nodes.py": (["--nodes", "3"], r"peak memory \d+ MB\nAPI requests counted by the API server \(apiserver_request_total\): \d+"),
     "report_scale.py": (["--hosts", "3", "--faulty-every", "2", "--synthesize", "30"],
                         r"(?m)^\s+3\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+(.|\n)*^cluster synthetic\s+30\s+\d+(\s+[\d.]+ \(\s*\d+\)){3}$"),
     "ssh_hosts.py": (["--hosts", "2", "--rounds", "1"], r"2 hosts: ratio suite/bound -n 0 [\d.]+"),
