@@ -61,4 +61,3 @@ def peak_rss(stderr: str) -> float | None:
     """The peak resident set in MB that :func:`with_peak_rss` wrote, None when it wrote none."""
     found = re.findall(r"^peak RSS (\d+)$", stderr, re.M)
     return int(found[-1]) / 1e6 if found else None
-

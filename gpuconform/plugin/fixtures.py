@@ -19,7 +19,6 @@ from gpuconform.node.k8s_node import SCHEME as K8S_NODE
 from gpuconform.node.pool import ByKind, ProbePool
 from gpuconform.node.pool import label as host_label
 from gpuconform.plugin import gating, hosts, k8s_node_fixtures, keys
-from gpuconform.plugin.hosts import all_hosts
 
 REACHABLE = "node.reachable"
 
@@ -64,7 +63,7 @@ def probe_pool(config: pytest.Config) -> ProbePool:
             lambda: FactsPool(in_clean_environment(probe_script(loaded)), probe_s, loaded.profile.parallel_probes),
             probe_s)
         if not hasattr(config, "workerinput"):
-            config.stash[POOL].submit(all_hosts(config))  # probe every host at once, not one by one
+            config.stash[POOL].submit(hosts.all_hosts(config))  # probe every host at once, not one by one
     return config.stash[POOL]
 
 
