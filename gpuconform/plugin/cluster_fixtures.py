@@ -192,9 +192,9 @@ def evidence(_gpuconform_config: pytest.Config) -> Evidence:
     return Evidence(setting_up(_gpuconform_config))
 
 
-def _cluster_subject(request: pytest.FixtureRequest) -> gating.Subject:
+def _cluster_subject(item: pytest.Item, _value) -> gating.Subject:
     """Also notes the GPU Operator's version for the report's platform fingerprint, once."""
-    run = cluster_run(request.config)
+    run = cluster_run(item.config)
     why = run.unreachable
     if why:
         return gating.Subject("cluster", dict, down=why)
@@ -202,8 +202,8 @@ def _cluster_subject(request: pytest.FixtureRequest) -> gating.Subject:
         run.operator_noted = True
         version = run.facts.operator_version()
         if version:
-            note_platform(request.node, gpu_operator_version=version)
-    callspec = getattr(request.node, "callspec", None)
+            note_platform(item, gpu_operator_version=version)
+    callspec = getattr(item, "callspec", None)
     values = {"cluster": run.facts, "cluster_expected": run.expected, "evidence": DISCARD}
     if callspec is not None and "gpu_node" in callspec.params:  # per-node checks: outcomes per node
         values["gpu_node"] = callspec.params["gpu_node"]

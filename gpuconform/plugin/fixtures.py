@@ -100,14 +100,27 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         terminalreporter.write_line(f"gpuconform: {line}")
 
 
-def _node_subject(request: pytest.FixtureRequest) -> gating.Subject:
-    facts: NodeFacts = request.getfixturevalue("node")
+def _node_subject(_item: pytest.Item, value) -> gating.Subject:
+    facts: NodeFacts = value("node")
     if facts.error:
         return gating.Subject(facts.host, dict, down=facts.error)
-    return gating.Subject(facts.host, lambda: {"node": facts, "expected": request.getfixturevalue("expected")})
+    return gating.Subject(facts.host, lambda: {"node": facts, "expected": value("expected")})
 
 
 gating.register(gating.LayerGate("node", REACHABLE, "host answers the probe", _node_subject))
+
+
+def node_facts(config: pytest.Config, host) -> NodeFacts:
+    """The ``node`` of a check on ``host``: its facts, gathered once per host."""
+    return probe_pool(config).get(host)
+
+
+def expectations(config: pytest.Config, host) -> profile_mod.NodeExpectations:
+    """The ``expected`` of a check on ``host``: what the profile expects of it (defaults + matching groups)."""
+    loaded: profile_mod.LoadedProfile = config.stash[keys.PROFILE]
+    if loaded.profile.node is None:
+        pytest.skip(f"profile {loaded.name} has no `node:` section")
+    return loaded.node_for(host_label(host), host.backend.get_pytest_id())
 
 
 #: the item being set up (:func:`setting_up`)
@@ -144,7 +157,8 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
         or a prerequisite named in ``needs`` fails on the same target: node, cluster and kubeflow
         checks. Autouse fixtures are set up first: a blocked check's own fixtures (pods, jobs) are
         never made."""
-        reason = gating.blocked_by(setting_up(config)._request)
+        item = setting_up(config)
+        reason = gating.blocked_by(item, item._request.getfixturevalue)
         if reason:
             pytest.skip(reason)
 
@@ -161,15 +175,12 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
     @pytest.fixture(scope="module")
     def node(host) -> NodeFacts:
         """Facts of the host under test, gathered once per host."""
-        return probe_pool(config).get(host)
+        return node_facts(config, host)
 
     @pytest.fixture(scope="module")
     def expected(host) -> profile_mod.NodeExpectations:
         """What the profile expects of this host (defaults + matching groups)."""
-        loaded: profile_mod.LoadedProfile = config.stash[keys.PROFILE]
-        if loaded.profile.node is None:
-            pytest.skip(f"profile {loaded.name} has no `node:` section")
-        return loaded.node_for(host_label(host), host.backend.get_pytest_id())
+        return expectations(config, host)
 
     plugin = types.ModuleType(f"{__name__}.run")
     plugin._gpuconform_config = _gpuconform_config

@@ -4,8 +4,10 @@ on the same target is not run, it is reported blocked by that prerequisite.
 Each check layer (node, cluster, kubeflow: gpuconform/layers.py) registers a :class:`LayerGate`:
 the fixture that makes a check one of its own, the check every other check of the layer needs
 implicitly (the host or API server answers), and how to get the :class:`Subject` a check is
-judged on (its target, the values its prerequisites are called with, why the layer is down). The autouse fixture of
-``fixtures.py`` calls :func:`blocked_by` for every check.
+judged on (its target, the values its prerequisites are called with, why the layer is down) from
+the check and a lookup of its fixture values. The autouse fixture of ``fixtures.py`` calls
+:func:`blocked_by` for every check set up by pytest, with pytest's lookup; a node check run
+directly (plugin/direct.py) calls it with the values it gives.
 
 Prerequisites are evaluated by calling the lower check's own function with the same values, so
 the verdict does not depend on test order, selection (-k) or xdist distribution.
@@ -39,7 +41,7 @@ class LayerGate:
     fixture: str                #: a check asking for this fixture belongs to the layer
     reachable: str | None       #: the check every other check of the layer needs implicitly
     reachable_rule: str         #: its rule in a few words, shown in "blocked by"
-    subject: Callable[[pytest.FixtureRequest], Subject]
+    subject: Callable[[pytest.Item, Callable[[str], object]], Subject]  #: (check, fixture name → value)
 
 
 #: fixture name → the gate of its layer; each layer's fixtures module (or conftest) registers its own.
@@ -117,21 +119,22 @@ def gate_of(config: pytest.Config) -> Gate:
     return config.stash[GATE]
 
 
-def blocked_by(request: pytest.FixtureRequest) -> str | None:
-    """Why the check of ``request`` must not run ("blocked by ..."), or None. A check of two
-    layers (a kubeflow check reading the cluster) is gated by both."""
-    mark = request.node.get_closest_marker("check")
+def blocked_by(item: pytest.Item, value: Callable[[str], object]) -> str | None:
+    """Why the check ``item`` must not run ("blocked by ..."), or None; ``value`` gives the value
+    of one of its fixtures by name. A check of two layers (a kubeflow check reading the cluster)
+    is gated by both."""
+    mark = item.get_closest_marker("check")
     if mark is None:
         return None
     check_id = mark.kwargs["id"]
-    layers = [lay for name, lay in GATES.items() if name in request.fixturenames and lay.reachable != check_id]
-    subjects = [(lay, lay.subject(request)) for lay in layers]
+    layers = [lay for name, lay in GATES.items() if name in item.fixturenames and lay.reachable != check_id]
+    subjects = [(lay, lay.subject(item, value)) for lay in layers]
     for lay, subject in subjects:
         if subject.down:
             return blocked(lay.reachable, lay.reachable_rule, subject.down)
     needs = mark.kwargs.get("needs", ())
     for _, subject in subjects if needs else ():
-        reason = gate_of(request.config).blocker(needs, subject.target, subject.values())
+        reason = gate_of(item.config).blocker(needs, subject.target, subject.values())
         if reason:
             return reason
     return None

@@ -145,12 +145,13 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGTERM, _interrupt)
     fixtures.start_probes(config)
     # imported once the probes run: a small run's start is its fixed cost (issue #27)
-    from gpuconform.plugin import (aiconformance, cluster_fixtures, distribution, heap, hooks,  # noqa: PLC0415
-                                   k8s_node_fixtures, remediation_fixtures, reporting)
+    from gpuconform.plugin import (aiconformance, cluster_fixtures, direct, distribution, heap,  # noqa: PLC0415
+                                   hooks, k8s_node_fixtures, remediation_fixtures, reporting)
     if run_inputs.remediate is not None:  # its session fixture exists only then: no item pays for it otherwise
         config.stash[remediation_fixtures.REMEDIATOR] = remediation_fixtures.Remediator(*run_inputs.remediate)
         config.pluginmanager.register(remediation_fixtures, "gpuconform-remediation-fixtures")
     config.pluginmanager.register(distribution, "gpuconform-distribution")
+    config.pluginmanager.register(direct, "gpuconform-direct")
     config.pluginmanager.register(heap, "gpuconform-heap")
     config.pluginmanager.register(cluster_fixtures, "gpuconform-cluster-fixtures")
     config.pluginmanager.register(cluster_fixtures.run_fixtures(config), "gpuconform-cluster-run-fixtures")

@@ -2,7 +2,9 @@
 
 Fixtures:
 * ``ssh_nodes``    -- every scenario built and served by its own sshd (session scope);
-* ``node_results`` -- the real node suite run once over all nodes, its JSON results by scenario.
+* ``node_suite_run`` -- the real node suite run once over all nodes (``--setup-show``, JUnit):
+  the process, its JSON document and its report folder;
+* ``node_results`` -- that run's JSON results by scenario.
 
 Only one set of simulated hosts can run at a time: starting them sweeps any other (``make hosts-up``).
 """
@@ -12,7 +14,7 @@ import os
 
 import pytest
 
-from harness import STATE, by_scenario, run_node_suite
+from harness import STATE, by_scenario, run_over_every_node
 from testbed.hosts import net, scenarios
 
 
@@ -40,7 +42,12 @@ def ssh_nodes():
 
 
 @pytest.fixture(scope="session")
-def node_results(ssh_nodes, tmp_path_factory) -> dict[str, list[dict]]:
-    _, results = run_node_suite(f"--hosts={ssh_nodes.hosts_arg}", f"--ssh-config={ssh_nodes.ssh_config}",
-                                report_dir=tmp_path_factory.mktemp("node-suite"))
-    return by_scenario(results)
+def node_suite_run(ssh_nodes, tmp_path_factory):
+    report_dir = tmp_path_factory.mktemp("node-suite")
+    proc, results = run_over_every_node(ssh_nodes, report_dir)
+    return proc, results, report_dir
+
+
+@pytest.fixture(scope="session")
+def node_results(node_suite_run) -> dict[str, list[dict]]:
+    return by_scenario(node_suite_run[1])

@@ -25,6 +25,12 @@ def run_node_suite(*args: str, report_dir: Path) -> tuple[subprocess.CompletedPr
     return proc, doc["results"]
 
 
+def run_over_every_node(ssh_nodes, report_dir, *more: str):
+    """The node suite over every SSH node, with ``--setup-show`` and JUnit in ``report_dir``."""
+    return run_node_suite(f"--hosts={ssh_nodes.hosts_arg}", f"--ssh-config={ssh_nodes.ssh_config}", "--setup-show",
+                          f"--junitxml={report_dir / 'junit.xml'}", *more, report_dir=report_dir)
+
+
 def by_scenario(results: list[dict]) -> dict[str, list[dict]]:
     """Results grouped by scenario; a chroot host (``<state>/<scenario>/root``) counts as its scenario."""
     known = set(scenarios.names())

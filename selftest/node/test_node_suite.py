@@ -11,7 +11,7 @@ import os
 import pytest
 
 from expected import EXPECTED
-from harness import PROFILE, assert_scenario, by_scenario, run_node_suite
+from harness import PROFILE, assert_scenario, by_scenario, run_node_suite, run_over_every_node
 from runner import run_suite
 from testbed.hosts import rootfs, scenarios
 
@@ -72,3 +72,41 @@ def test_hosts_from_the_profile(tmp_path_factory):
     hosts = {r["host"] for r in doc["results"]}
     assert hosts == {str(root)}, f"results name hosts {sorted(hosts)}:\n{proc.stdout[-2000:]}"
     assert_scenario("dkms-added from the profile", doc["results"], EXPECTED["dkms-added"])
+
+
+def _junit_cases(path) -> list[tuple]:
+    """Each testcase's name, outcome and message (an object's address, which differs between two
+    processes, left out), and properties."""
+    import re
+    import xml.etree.ElementTree as ET
+    return [(c.get("classname"), c.get("name"),
+             *[(e.tag, re.sub(r" at 0x[0-9a-f]+", "", e.get("message") or "")) for e in c if e.tag != "properties"],
+             tuple((p.get("name"), p.get("value")) for p in c.iter("property")))
+            for c in ET.parse(path).getroot().iter("testcase")]
+
+
+def _last_line(proc) -> str:
+    import re
+    return re.sub(r" in [\d.]+s.*", "", proc.stdout.strip().splitlines()[-1])
+
+
+RESULT_FIELDS = ("check_id", "param", "host", "verdict", "message", "evidence", "blocked_by", "fix")
+
+
+def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run, tmp_path_factory):
+    """Node checks run without pytest's fixture setup (gpuconform/plugin/direct.py): none of
+    their fixtures is set up by pytest (``--setup-show`` lists none), and a run with that module
+    blocked (``-p no:gpuconform-direct``: every check set up by pytest) gives the same results
+    (pass, fail, error, blocked, skipped), the same JUnit testcases and the same counts, over
+    every scenario."""
+    direct_proc, direct_results, direct_dir = node_suite_run
+    report_dir = tmp_path_factory.mktemp("node-suite-no-direct")
+    proc, results = run_over_every_node(ssh_nodes, report_dir, "-p", "no:gpuconform-direct")
+    assert "SETUP    M node" not in direct_proc.stdout, direct_proc.stdout[-3000:]
+    assert "SETUP    M node" in proc.stdout, proc.stdout[-3000:]
+    verdicts = {r["verdict"] for r in results}
+    assert {"pass", "fail", "error", "skip"} <= verdicts and any(r.get("blocked_by") for r in results), verdicts
+    assert [tuple(r.get(f) for f in RESULT_FIELDS) for r in direct_results] == \
+        [tuple(r.get(f) for f in RESULT_FIELDS) for r in results]
+    assert _junit_cases(direct_dir / "junit.xml") == _junit_cases(report_dir / "junit.xml")
+    assert _last_line(direct_proc) == _last_line(proc), (direct_proc.stdout[-500:], proc.stdout[-500:])

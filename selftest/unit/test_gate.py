@@ -1,4 +1,4 @@
-"""The one gate of the three layers (gpuconform/plugin/gating.py), on stand-in requests: the
+"""The one gate of the three layers (gpuconform/plugin/gating.py), on stand-in checks: the
 layer's own first check blocks everything else of the layer; a prerequisite is judged by calling
 its own function with the same values (so order and selection do not matter); a check of two
 layers is gated by both."""
@@ -25,19 +25,24 @@ def registry(monkeypatch):
 
 
 def request_for(check_id: str, *fixtures: str):
-    """A stand-in pytest request of the check ``check_id`` asking for ``fixtures``."""
+    """A stand-in pytest item of the check ``check_id`` asking for ``fixtures``."""
     entry = checks.REGISTRY[check_id]
     mark = types.SimpleNamespace(kwargs={"id": check_id, "needs": entry["needs"]})
-    node = types.SimpleNamespace(get_closest_marker=lambda name: mark if name == "check" else None)
-    return types.SimpleNamespace(node=node, fixturenames=list(fixtures), config=types.SimpleNamespace(stash={}))
+    return types.SimpleNamespace(get_closest_marker=lambda name: mark if name == "check" else None,
+                                 fixturenames=list(fixtures), config=types.SimpleNamespace(stash={}))
+
+
+def blocked_by(item) -> str | None:
+    """The gate's answer for ``item`` (the subjects here ask for no fixture value)."""
+    return gating.blocked_by(item, {}.__getitem__)
 
 
 def test_layer_down_blocks_all_but_its_first_check(registry):
     registry("n.reachable", lambda node: None)
     registry("n.driver", lambda node: None)
-    gating.register(gating.LayerGate("node", "n.reachable", "host answers", lambda r: gating.Subject("h1", dict, down="ssh: timed out")))
-    assert gating.blocked_by(request_for("n.reachable", "node")) is None
-    assert gating.blocked_by(request_for("n.driver", "node")) == "blocked by n.reachable (host answers): ssh: timed out"
+    gating.register(gating.LayerGate("node", "n.reachable", "host answers", lambda item, value: gating.Subject("h1", dict, down="ssh: timed out")))
+    assert blocked_by(request_for("n.reachable", "node")) is None
+    assert blocked_by(request_for("n.driver", "node")) == "blocked by n.reachable (host answers): ssh: timed out"
 
 
 def test_failing_prerequisite_blocks_with_its_first_line(registry):
@@ -49,11 +54,11 @@ def test_failing_prerequisite_blocks_with_its_first_line(registry):
     registry("n.loaded", loaded)
     registry("n.version", lambda node: None, needs=["n.loaded"])
     values = {"node": {"modules": []}}
-    gating.register(gating.LayerGate("node", None, "", lambda r: gating.Subject("h1", lambda: values)))
+    gating.register(gating.LayerGate("node", None, "", lambda item, value: gating.Subject("h1", lambda: values)))
     req = request_for("n.version", "node")
     expected = "blocked by n.loaded (rule of n.loaded): nvidia not in /proc/modules"
-    assert gating.blocked_by(req) == expected
-    assert gating.blocked_by(req) == expected and len(calls) == 1  # judged once per target
+    assert blocked_by(req) == expected
+    assert blocked_by(req) == expected and len(calls) == 1  # judged once per target
 
 
 def test_check_of_two_layers_is_gated_by_both(registry):
@@ -62,12 +67,12 @@ def test_check_of_two_layers_is_gated_by_both(registry):
     registry("k.components", lambda cluster, kf: None, needs=["k.tls"])
     cluster_down = [None]
     gating.register(gating.LayerGate("cluster", "c.reachable", "API server answers",
-                                 lambda r: gating.Subject("cluster", lambda: {"cluster": 1}, down=cluster_down[0])))
-    gating.register(gating.LayerGate("kf", None, "", lambda r: gating.Subject("kubeflow", lambda: {"kf": 2})))
+                                 lambda item, value: gating.Subject("cluster", lambda: {"cluster": 1}, down=cluster_down[0])))
+    gating.register(gating.LayerGate("kf", None, "", lambda item, value: gating.Subject("kubeflow", lambda: {"kf": 2})))
     req = request_for("k.components", "cluster", "kf")
-    assert gating.blocked_by(req) == "blocked by k.tls (rule of k.tls): certificate does not verify"
+    assert blocked_by(req) == "blocked by k.tls (rule of k.tls): certificate does not verify"
     cluster_down[0] = "connection refused"
-    assert gating.blocked_by(request_for("k.components", "cluster", "kf")) == \
+    assert blocked_by(request_for("k.components", "cluster", "kf")) == \
         "blocked by c.reachable (API server answers): connection refused"
 
 
@@ -78,8 +83,8 @@ def test_prerequisite_that_cannot_tell_does_not_block(registry):
         raise CannotTell("no systemd")
     registry("n.unit", unreadable)
     registry("n.upper", lambda node: None, needs=["n.unit"])
-    gating.register(gating.LayerGate("node", None, "", lambda r: gating.Subject("h1", lambda: {"node": 1})))
-    assert gating.blocked_by(request_for("n.upper", "node")) is None
+    gating.register(gating.LayerGate("node", None, "", lambda item, value: gating.Subject("h1", lambda: {"node": 1})))
+    assert blocked_by(request_for("n.upper", "node")) is None
 
 
 def test_no_whole_gpu_is_blocked_by_allocatable_where_the_platform_should_offer_one():
