@@ -7,6 +7,8 @@ testinfra's chroot and paramiko backends to prove those transports too.
 from __future__ import annotations
 
 import os
+import re
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -77,8 +79,6 @@ def test_hosts_from_the_profile(tmp_path_factory):
 def _junit_cases(path) -> list[tuple]:
     """Each testcase's name, outcome and message (an object's address, which differs between two
     processes, left out), and properties."""
-    import re
-    import xml.etree.ElementTree as ET
     return [(c.get("classname"), c.get("name"),
              *[(e.tag, re.sub(r" at 0x[0-9a-f]+", "", e.get("message") or "")) for e in c if e.tag != "properties"],
              tuple((p.get("name"), p.get("value")) for p in c.iter("property")))
@@ -86,11 +86,11 @@ def _junit_cases(path) -> list[tuple]:
 
 
 def _last_line(proc) -> str:
-    import re
     return re.sub(r" in [\d.]+s.*", "", proc.stdout.strip().splitlines()[-1])
 
 
-RESULT_FIELDS = ("check_id", "param", "host", "verdict", "message", "evidence", "blocked_by", "fix")
+RESULT_FIELDS = ("nodeid", "check_id", "param", "host", "title", "verdict", "message", "evidence", "remediation",
+                 "blocked_by", "retries")
 
 
 def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run, tmp_path_factory):
@@ -106,6 +106,7 @@ def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run,
     assert "SETUP    M node" in proc.stdout, proc.stdout[-3000:]
     verdicts = {r["verdict"] for r in results}
     assert {"pass", "fail", "error", "skip"} <= verdicts and any(r.get("blocked_by") for r in results), verdicts
+    assert any(r.get("remediation") for r in results) and any(r.get("evidence") for r in results)
     assert [tuple(r.get(f) for f in RESULT_FIELDS) for r in direct_results] == \
         [tuple(r.get(f) for f in RESULT_FIELDS) for r in results]
     assert _junit_cases(direct_dir / "junit.xml") == _junit_cases(report_dir / "junit.xml")
