@@ -11,8 +11,8 @@ from __future__ import annotations
 from gpuconform.layers import CodeLayer
 
 BED_LAYERS = (
-    CodeLayer("base", ("testbed", "testbed.layers", "testbed.gobuild", "testbed.waiting"),
-              "the Go builds' cache; the bed's one wait helper; these layers"),
+    CodeLayer("base", ("testbed", "testbed.layers", "testbed.gobuild", "testbed.waiting", "testbed.ports"),
+              "the Go builds' cache; the bed's one wait helper; the ports its servers listen on; these layers"),
     CodeLayer("kubernetes", ("testbed.kube",), "the bed's helpers around the Kubernetes client"),
     CodeLayer("parts", ("testbed.hosts", "testbed.gpuoperator"),
               "simulated SSH hosts (scenarios, roots, tool emulators); the GPU Operator's build and install"),

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import ssl
 import sys
 import time
@@ -22,6 +21,7 @@ from testbed.cluster import binaries
 from testbed.cluster.pki import PKI, kubeconfig
 from testbed.cluster.procs import Supervisor
 from testbed.gpuoperator import binaries as gpuop_binaries
+from testbed.ports import LOOPBACK, free_port
 from testbed.waiting import GiveUp, wait_for
 
 HERE = Path(__file__).resolve().parent
@@ -29,13 +29,6 @@ REPO = HERE.parent.parent
 DEFAULT_STATE = REPO / ".state" / "cluster"
 MANIFESTS = HERE / "manifests"
 KWOK_NODE_ANNOTATION = "kwok.x-k8s.io/node"
-LOOPBACK = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
 
 
 def apiserver_argv(binary: str, etcd_url: str, address: str, port: int, pki: PKI, serving, sa,

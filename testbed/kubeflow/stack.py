@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import secrets
 import signal
-import socket
 import ssl
 import urllib.request
 from pathlib import Path
@@ -32,6 +31,7 @@ from testbed.cluster.procs import Supervisor
 from testbed.kubeflow.binaries import bin_dir
 from testbed.kubeflow.pki import Issued, TestCA
 from testbed.kubeflow.webapps import KubeflowWebApps, TokenVerifier
+from testbed.ports import free_port
 from testbed.waiting import GiveUp, wait_for
 
 CLIENT_ID = "kubeflow-oidc-authservice"
@@ -43,12 +43,6 @@ HOST = "localhost"
 _NO_VERIFY = ssl.create_default_context()
 _NO_VERIFY.check_hostname = False
 _NO_VERIFY.verify_mode = ssl.CERT_NONE
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclasses.dataclass
