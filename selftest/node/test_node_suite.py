@@ -89,7 +89,7 @@ def _last_line(proc) -> str:
     return re.sub(r" in [\d.]+s.*", "", proc.stdout.strip().splitlines()[-1])
 
 
-RESULT_FIELDS = ("nodeid", "check_id", "param", "host", "title", "verdict", "message", "evidence", "remediation",
+RESULT_FIELDS = ("nodeid", "check_id", "param", "host", "verdict", "message", "evidence", "remediation",
                  "blocked_by", "retries")
 
 
@@ -107,7 +107,7 @@ def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run,
     verdicts = {r["verdict"] for r in results}
     assert {"pass", "fail", "error", "skip"} <= verdicts and any(r.get("blocked_by") for r in results), verdicts
     assert any(r.get("remediation") for r in results) and any(r.get("evidence") for r in results)
-    assert [tuple(r.get(f) for f in RESULT_FIELDS) for r in direct_results] == \
-        [tuple(r.get(f) for f in RESULT_FIELDS) for r in results]
+    assert [tuple(r[f] for f in RESULT_FIELDS) for r in direct_results] == \
+        [tuple(r[f] for f in RESULT_FIELDS) for r in results]
     assert _junit_cases(direct_dir / "junit.xml") == _junit_cases(report_dir / "junit.xml")
     assert _last_line(direct_proc) == _last_line(proc), (direct_proc.stdout[-500:], proc.stdout[-500:])

@@ -29,7 +29,10 @@ def test_a_port_something_listens_on_is_passed_over(monkeypatch):
 
 
 def test_a_range_that_leaves_no_room_below_it_falls_back_to_the_kernel(monkeypatch):
+    def no_draw(a, b):
+        raise AssertionError(f"drew a port from [{a}, {b}], which leaves no room")
     monkeypatch.setattr(ports, "ephemeral_low", lambda: 10500)
+    monkeypatch.setattr(ports.random, "randint", no_draw)
     port = ports.free_port()
     with socket.socket() as s:
         s.bind((ports.LOOPBACK, port))  # free: nothing listens on it
