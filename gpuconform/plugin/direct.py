@@ -43,6 +43,7 @@ PYTEST_MARKS = ("skip", "skipif", "xfail")
 #: where the setup, call and teardown hooks a check may run directly under come from
 OWN_MODULES = ("_pytest.", "gpuconform.")
 _OWN_PHASES = pytest.StashKey[dict]()
+_PLACES = pytest.StashKey[dict]()
 #: pytest's exceptions that end the run rather than the check (as pytest's runner lets them through)
 ENDS_RUN = (pytest.exit.Exception, KeyboardInterrupt)
 
@@ -74,6 +75,20 @@ def _only_own_phases(item: pytest.Item) -> bool:
             for hook in ("pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown")
             for impl in getattr(item.ihook, hook).get_hookimpls())
     return known[item.path]
+
+
+def _locate(item: pytest.Function) -> None:
+    """``item.location`` from where its function is, found once per function: pytest finds it
+    for each item (the source file's path checked on disk each time), the same for every host's
+    item of a check. The item's own part, its name with its parameters, is still its own."""
+    if "location" in item.__dict__ or type(item).reportinfo is not pytest.Function.reportinfo:
+        return
+    places = item.config.stash.setdefault(_PLACES, {})
+    place = places.get(item.obj)
+    if place is None:
+        place = places[item.obj] = item.location[:2]
+    else:
+        item.__dict__["location"] = (*place, item.getmodpath())  # pytest's cached_property keeps it here
 
 
 def _setup(item: pytest.Function) -> None:
@@ -117,6 +132,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     if not runs_directly(item):
         return None
     ihook = item.ihook
+    _locate(item)
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     item.funcargs = {}
     if _phase(item, ihook, "setup", lambda: _setup(item), report_passed=False):

@@ -77,9 +77,9 @@ def test_hosts_from_the_profile(tmp_path_factory):
 
 
 def _junit_cases(path) -> list[tuple]:
-    """Each testcase's name, outcome and message (an object's address, which differs between two
-    processes, left out), and properties."""
-    return [(c.get("classname"), c.get("name"),
+    """Each testcase's name, file and line, outcome and message (an object's address, which
+    differs between two processes, left out), and properties."""
+    return [(c.get("classname"), c.get("name"), c.get("file"), c.get("line"),
              *[(e.tag, re.sub(r" at 0x[0-9a-f]+", "", e.get("message") or "")) for e in c if e.tag != "properties"],
              tuple((p.get("name"), p.get("value")) for p in c.iter("property")))
             for c in ET.parse(path).getroot().iter("testcase")]
@@ -97,8 +97,8 @@ def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run,
     """Node checks run without pytest's fixture setup (gpuconform/plugin/direct.py): none of
     their fixtures is set up by pytest (``--setup-show`` lists none), and a run with that module
     blocked (``-p no:gpuconform-direct``: every check set up by pytest) gives the same results
-    (pass, fail, error, blocked, skipped), the same JUnit testcases and the same counts, over
-    every scenario."""
+    (pass, fail, error, blocked, skipped), the same JUnit testcases (where each check is: its
+    file and line) and the same counts, over every scenario."""
     direct_proc, direct_results, direct_dir = node_suite_run
     report_dir = tmp_path_factory.mktemp("node-suite-no-direct")
     proc, results = run_over_every_node(ssh_nodes, report_dir, "-p", "no:gpuconform-direct")
@@ -109,5 +109,7 @@ def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run,
     assert any(r.get("remediation") for r in results) and any(r.get("evidence") for r in results)
     assert [tuple(r[f] for f in RESULT_FIELDS) for r in direct_results] == \
         [tuple(r[f] for f in RESULT_FIELDS) for r in results]
-    assert _junit_cases(direct_dir / "junit.xml") == _junit_cases(report_dir / "junit.xml")
+    cases = _junit_cases(direct_dir / "junit.xml")
+    assert all(case[2] and case[3] for case in cases), cases[:3]
+    assert cases == _junit_cases(report_dir / "junit.xml")
     assert _last_line(direct_proc) == _last_line(proc), (direct_proc.stdout[-500:], proc.stdout[-500:])
