@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.server
 import json
 import re
-import socket
 import ssl
 import threading
 import time
@@ -17,14 +16,9 @@ import pytest
 import yaml
 
 from cluster_harness import PROFILE, by_check
+from testbed.ports import free_port  # a port nothing listens on
 
 REACHABLE = ("cluster.api.reachable", None)
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _kubeconfig(platform, tmp_path, *, server: str | None = None, token: str | None = None):
@@ -48,7 +42,7 @@ def _assert_one_line_and_blocked(proc, results, text):
 
 
 def test_unreachable_server_within_timeout(platform, run_cluster, profile_with, tmp_path):
-    kubeconfig = _kubeconfig(platform, tmp_path, server=f"https://127.0.0.1:{_closed_port()}")
+    kubeconfig = _kubeconfig(platform, tmp_path, server=f"https://127.0.0.1:{free_port()}")
     profile = profile_with({"cluster": {"timeouts": {"api_s": 3}}})
     t0 = time.monotonic()
     proc, results = run_cluster(kubeconfig=kubeconfig, profile=profile)

@@ -2,7 +2,6 @@
 once: an exec credential plugin that never answers, an API server that died mid-run."""
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -10,19 +9,14 @@ import pytest
 
 from gpuconform.cluster import connect
 from gpuconform.cluster.errors import Unreachable
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from testbed.ports import free_port  # a port nothing listens on
 
 
 def _kubeconfig(tmp_path, user: str) -> str:
     path = tmp_path / "kubeconfig"
     path.write_text(f"""apiVersion: v1
 kind: Config
-clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{_closed_port()}", insecure-skip-tls-verify: true}}}}]
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{free_port()}", insecure-skip-tls-verify: true}}}}]
 users: [{{name: u, user: {user}}}]
 contexts: [{{name: c, context: {{cluster: c, user: u}}}}]
 current-context: c

@@ -51,9 +51,9 @@ from kubernetes import client, dynamic
 
 from testbed.cluster import binaries as cluster_binaries
 from testbed.cluster.controlplane import ControlPlane, wait_http
-from testbed.ports import LOOPBACK, free_port
 from testbed.kube import create_or_update, ignore_not_found
 from testbed.cluster.nodes import GPU_TAINT
+from testbed.ports import LOOPBACK, free_port
 from testbed.waiting import wait_for
 from testbed.gpuoperator import operator
 from testbed.trainer import binaries
