@@ -19,23 +19,30 @@ Then, ``--rounds`` times and alternating:
   reports written;
 * collect: ``pytest -m node --collect-only`` over the same hosts, the process from start to exit:
   the fixed cost of a node run before any host is asked.
+* pytest alone: as many trivial checks per host as the suite collected (``assert host``, the host a
+  module-scoped parameter as the suite's), collected and then run by pytest with ``-q`` and the
+  HTML report, without the suite: what pytest's own start and per-item work cost for that many
+  items, whatever the checks do. Its CPU floor is computed as the suite's; its collect-only process
+  is a start with nothing of the suite in it (the suite runs its node checks more cheaply than
+  pytest's usual protocol, plugin/direct.py, but reports each as pytest does).
 
 Prints wall and CPU (children's user+system) of each, the ratio suite/bound per ``-n`` (median of
-the rounds) and beside it the ratio's CPU floor, the collect-only process (median), and the size of
-the HTML and JSON reports, each
-with its goal beside it where there is one (issue #27: ratio <= 1.3 at 10 hosts and <= 1.1 at 100,
-collect <= 0.4 s at 10 hosts; issue 14: 100-host HTML <= 3 MB). The goals are printed, never
-asserted: the figures depend on the machine and its load, printed first. The CPU floor is the
-least ratio this machine allows the suite's CPU: the busy CPU time of the bound plus the suite's CPU
-beyond the bound's, over all the machine's CPUs for the bound's wall. Where the hosts keep every CPU
-busy (no cap) it is above 1 and no runner of that CPU can do better; under ``--host-cpus`` idle CPU
-takes the runner's work and it falls below 1. Needs root (network
-namespaces); take turns with other SSH beds (``flock /tmp/gpuc-hosts.lock``).
+the rounds) and beside it the ratio's CPU floor and pytest's alone, the collect-only process
+(median) and pytest's alone, and the size of the HTML and JSON reports, each with its goal beside it
+where there is one (issue #27: ratio <= 1.3 at 10 hosts and <= 1.1 at 100, collect <= 0.4 s at 10
+hosts; issue 14: 100-host HTML <= 3 MB). The goals are printed, never asserted: the figures depend
+on the machine and its load, printed first. The CPU floor is the least ratio this machine allows the
+suite's CPU: the busy CPU time of the bound plus the suite's CPU beyond the bound's, over all the
+machine's CPUs for the bound's wall. Where the hosts keep every CPU busy (no cap) it is above 1 and
+no runner of that CPU can do better; under ``--host-cpus`` idle CPU takes the runner's work and it
+falls below 1. Needs root (network namespaces); take turns with other SSH beds (``flock
+/tmp/gpuc-hosts.lock``).
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -57,6 +64,8 @@ from testbed.hosts import net  # noqa: E402
 RATIO_GOALS = {10: 1.3, 100: 1.1}
 COLLECT_GOAL_S = {10: 0.4}  # host count -> a -m node --collect-only process at most (issue #27)
 HTML_GOAL_MB = {100: 3.0}  # issue 14
+#: the suite's pytest plugin as its entry point names it (pyproject.toml), left out of pytest's run alone
+SUITE_PLUGIN = "gpuconform.plugin.plugin"
 
 
 def goal(text: str) -> str:
@@ -92,12 +101,38 @@ def suite_cmd(nodes: net.SshNodes, profile: str, more: list[str]) -> list[str]:
             f"--profile={profile}", f"--hosts={nodes.hosts_arg}", f"--ssh-config={nodes.ssh_config}", *more]
 
 
-def collect_only(nodes: net.SshNodes, profile: str) -> None:
-    """The node run's start: every input checked, the checks collected for every host, nothing asked."""
+def collect_only(nodes: net.SshNodes, profile: str) -> int:
+    """The node run's start: every input checked, the checks collected for every host, nothing
+    asked; how many checks it collected."""
     out = subprocess.run(suite_cmd(nodes, profile, ["--collect-only"]), cwd=REPO, capture_output=True, text=True,
                          timeout=600, env=suite_env())
-    if out.returncode != 0 or " collected" not in out.stdout:
+    collected = re.search(r"(\d+) tests? collected", out.stdout)
+    if out.returncode != 0 or collected is None:
         raise RuntimeError(f"collect-only run failed (exit {out.returncode}): {out.stdout[-2000:]}{out.stderr[-2000:]}")
+    return int(collected[1])
+
+
+def write_alone(hosts: list[str], per_host: int, folder: Path) -> Path:
+    """A folder of ``per_host`` trivial checks on each of ``hosts`` (a module-scoped parameter, as
+    the suite's host), its own pytest rootdir."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pytest.ini").write_text("[pytest]\n")  # its own rootdir: nothing of the suite's settings
+    checks = "\n\n".join(f"def test_check_{i}(host):\n    assert host" for i in range(per_host))
+    (folder / "test_alone.py").write_text(
+        f"import pytest\n\n\n@pytest.fixture(params={hosts!r}, scope='module')\ndef host(request):\n"
+        f"    return request.param\n\n\n{checks}\n")
+    return folder
+
+
+def pytest_alone(folder: Path, items: int, more: list[str]) -> None:
+    """pytest without the suite over :func:`write_alone`'s folder, with ``-q`` and a self-contained
+    HTML report (``more``: ``--collect-only``)."""
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", f"no:{SUITE_PLUGIN}",
+                          f"--html={folder / 'alone.html'}", "--self-contained-html", *more],
+                         cwd=folder, capture_output=True, text=True, timeout=600, env=suite_env())
+    done = f"{items} tests collected" if more else f"{items} passed"
+    if out.returncode != 0 or done not in out.stdout:
+        raise RuntimeError(f"pytest alone failed (exit {out.returncode}): {out.stdout[-2000:]}{out.stderr[-2000:]}")
 
 
 def suite(nodes: net.SshNodes, profile: str, report_dir: Path, workers: str, more: list[str]) -> None:
@@ -135,21 +170,33 @@ def main() -> int:
                   flush=True)
             ratios: dict[str, list[float]] = {w: [] for w in workers}
             collects: list[float] = []
+            alone: list[float] = []
+            alone_collects: list[float] = []
             busy: list[float] = []
             for r in range(args.rounds):
                 (busy0, all0), (b_wall, b_cpu), (busy1, all1) = _busy(), timed(lambda: bound(nodes, script, parallel)), _busy()
                 busy.append((busy1 - busy0) / max(all1 - all0, 1e-9))
                 busy_s = busy1 - busy0
-                c_wall, c_cpu = timed(lambda: collect_only(nodes, args.profile))
+                collected: list[int] = []
+                c_wall, c_cpu = timed(lambda: collected.append(collect_only(nodes, args.profile)))
                 collects.append(c_wall)
+                cpus = (os.cpu_count() or 1) * b_wall
+                folder = write_alone([f"ssh://{node.name}" for node in nodes.nodes], collected[0] // n,
+                                     Path(tmp) / f"alone-{r}")
+                alone_collect, _ = timed(lambda: pytest_alone(folder, collected[0], ["--collect-only"]))
+                _, a_cpu = timed(lambda: pytest_alone(folder, collected[0], []))
+                alone.append((busy_s + a_cpu) / cpus)
+                alone_collects.append(alone_collect)
                 line = (f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU, machine "
                         f"{busy[-1]:.0%} busy"
-                        f" | collect {c_wall:5.2f} s wall {c_cpu:5.2f} s CPU")
+                        f" | collect {c_wall:5.2f} s wall {c_cpu:5.2f} s CPU"
+                        f" | pytest alone {collected[0]} checks: collect {alone_collect:5.2f} s wall, run "
+                        f"{a_cpu:5.1f} s CPU (CPU floor {alone[-1]:.2f})")
                 for w in workers:
                     report_dir = Path(tmp) / f"reports-n{w}-{r}"
                     s_wall, s_cpu = timed(lambda: suite(nodes, args.profile, report_dir, w, args.pytest_args.split()))
                     ratios[w].append(s_wall / b_wall)
-                    floor = (busy_s + s_cpu - b_cpu) / ((os.cpu_count() or 1) * b_wall)
+                    floor = (busy_s + s_cpu - b_cpu) / cpus
                     line += (f" | suite -n {w} {s_wall:6.1f} s wall {s_cpu:6.1f} s CPU, ratio {s_wall / b_wall:.2f}"
                              f" (CPU floor {floor:.2f})")
                 print(line, flush=True)
@@ -158,8 +205,10 @@ def main() -> int:
             ratio_goal = f"<= {RATIO_GOALS[n]}" if n in RATIO_GOALS else ""
             html_goal = f"<= {HTML_GOAL_MB[n]} MB" if n in HTML_GOAL_MB else ""
             collect_goal = f"<= {COLLECT_GOAL_S[n]} s" if n in COLLECT_GOAL_S else ""
-            print(f"{n:4d} hosts: ratio suite/bound {medians} (median of {args.rounds}){goal(ratio_goal)}; "
-                  f"collect-only process {statistics.median(collects):.2f} s{goal(collect_goal)}; "
+            print(f"{n:4d} hosts: ratio suite/bound {medians} (median of {args.rounds}){goal(ratio_goal)}, "
+                  f"pytest alone's CPU floor {statistics.median(alone):.2f}; "
+                  f"collect-only process {statistics.median(collects):.2f} s{goal(collect_goal)}, "
+                  f"pytest alone's {statistics.median(alone_collects):.2f} s; "
                   f"report HTML {html.stat().st_size / 1e6:.2f} MB{goal(html_goal)}, "
                   f"JSON {data.stat().st_size / 1e6:.2f} MB; machine {statistics.median(busy):.0%} busy during the "
                   f"bound; load {os.getloadavg()[0]:.1f}", flush=True)
