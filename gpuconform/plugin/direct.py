@@ -13,10 +13,13 @@ come from:
 
 * setup: the gate (plugin/gating.py) with the values below, as the autouse gate fixture asks it;
   ``node`` and ``expected`` from the same functions as their fixtures (plugin/fixtures.py), a
-  parameter from the check's parameters. A setup that passes is not reported: it has nothing to
-  show (no output, no outcome but "passed"), and three reports per check instead of two were a
-  tenth of the runner's CPU; one that skips ("blocked by", a profile without ``node:``) or
-  fails is reported as pytest reports it, and the check is not called;
+  parameter from the check's parameters. A setup that passes quickly is not reported: it has
+  nothing to show (no output, no outcome but "passed"), and three reports per check instead of
+  two were a tenth of the runner's CPU. One that took at least pytest's ``--durations-min``
+  (0.005 s unless set, 0 under ``-vv``), a check that waited for its host's probe, is reported:
+  ``--durations``, JUnit's times and the HTML page count that wait as they count a fixture's
+  setup under pytest. One that skips ("blocked by", a profile without ``node:``) or fails is
+  reported as pytest reports it, and the check is not called;
 * call: ``item.runtest()``, pytest's own call of the test function with those values;
 * teardown: pytest's teardown of what a check set up by pytest before it left
   (``SetupState.teardown_exact``), so a check pytest sets up after it starts clean.
@@ -46,6 +49,8 @@ _OWN_PHASES = pytest.StashKey[dict]()
 _PLACES = pytest.StashKey[dict]()
 #: pytest's exceptions that end the run rather than the check (as pytest's runner lets them through)
 ENDS_RUN = (pytest.exit.Exception, KeyboardInterrupt)
+#: pytest's default ``--durations-min`` (seconds)
+DURATIONS_MIN_S = 0.005
 
 
 def runs_directly(item: pytest.Item) -> bool:
@@ -91,6 +96,15 @@ def _locate(item: pytest.Function) -> None:
         item.__dict__["location"] = (*place, item.getmodpath())  # pytest's cached_property keeps it here
 
 
+def _durations_min(config: pytest.Config) -> float:
+    """The least phase pytest's ``--durations`` lists: ``--durations-min``, else 0.005 s (0 from
+    ``-vv`` on), as pytest's runner reads it."""
+    value = getattr(config.option, "durations_min", None)
+    if value is not None:
+        return value
+    return DURATIONS_MIN_S if config.get_verbosity() < 2 else 0.0
+
+
 def _setup(item: pytest.Function) -> None:
     """The values of the check's arguments, in ``item.funcargs`` once the gate let it run and all
     are made (as pytest fills them: a check stopped in its setup has none)."""
@@ -112,15 +126,15 @@ def _setup(item: pytest.Function) -> None:
     item.funcargs = values
 
 
-def _phase(item: pytest.Item, ihook, when: str, fn, report_passed: bool = True) -> bool:
+def _phase(item: pytest.Item, ihook, when: str, fn, report_passed_from: float = 0.0) -> bool:
     """One phase as pytest's runner has it: run under the capture manager (what it prints joins
     the item's report sections), then its report made and logged (``ihook``: the item's hooks,
-    looked up once); whether it passed. With ``report_passed`` false a phase that passed is not
-    reported (its output, if any, is in the next phase's report)."""
+    looked up once); whether it passed. A phase that passed in less than ``report_passed_from``
+    seconds is not reported (its output, if any, is in the next phase's report)."""
     capture = item.config.pluginmanager.get_plugin("capturemanager")
     with capture.item_capture(when, item) if capture is not None else contextlib.nullcontext():
         call = pytest.CallInfo.from_call(fn, when=when, reraise=ENDS_RUN)
-    if call.excinfo is None and not report_passed:
+    if call.excinfo is None and call.duration < report_passed_from:
         return True
     report = ihook.pytest_runtest_makereport(item=item, call=call)
     ihook.pytest_runtest_logreport(report=report)
@@ -135,7 +149,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     _locate(item)
     ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
     item.funcargs = {}
-    if _phase(item, ihook, "setup", lambda: _setup(item), report_passed=False):
+    if _phase(item, ihook, "setup", lambda: _setup(item), report_passed_from=_durations_min(item.config)):
         _phase(item, ihook, "call", item.runtest)
     _phase(item, ihook, "teardown", lambda: item.session._setupstate.teardown_exact(nextitem))
     ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)

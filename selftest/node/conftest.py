@@ -2,7 +2,7 @@
 
 Fixtures:
 * ``ssh_nodes``    -- every scenario built and served by its own sshd (session scope);
-* ``node_suite_run`` -- the real node suite run once over all nodes (``--setup-show``, JUnit):
+* ``node_suite_run`` -- the real node suite run once over all nodes (``--setup-show``, ``--durations``, JUnit):
   the process, its JSON document and its report folder;
 * ``node_results`` -- that run's JSON results by scenario.
 

@@ -25,12 +25,17 @@ def run_node_suite(*args: str, report_dir: Path) -> tuple[subprocess.CompletedPr
     return proc, doc["results"]
 
 
+#: how many of the slowest phases the node suite's run lists (``--durations``)
+SLOWEST = 5
+
+
 def run_over_every_node(ssh_nodes, report_dir, *more: str):
-    """The node suite over every SSH node, with ``--setup-show`` and JUnit in ``report_dir`` (its
-    xunit1 family: each testcase also names its file and line, the item's location)."""
+    """The node suite over every SSH node, with ``--setup-show``, the :data:`SLOWEST` phases
+    listed and JUnit in ``report_dir`` (its xunit1 family: each testcase also names its file and
+    line, the item's location)."""
     return run_node_suite(f"--hosts={ssh_nodes.hosts_arg}", f"--ssh-config={ssh_nodes.ssh_config}", "--setup-show",
-                          f"--junitxml={report_dir / 'junit.xml'}", "-o", "junit_family=xunit1", *more,
-                          report_dir=report_dir)
+                          f"--durations={SLOWEST}", f"--junitxml={report_dir / 'junit.xml'}", "-o",
+                          "junit_family=xunit1", *more, report_dir=report_dir)
 
 
 def by_scenario(results: list[dict]) -> dict[str, list[dict]]:

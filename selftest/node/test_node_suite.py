@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from expected import EXPECTED
-from harness import PROFILE, assert_scenario, by_scenario, run_node_suite, run_over_every_node
+from harness import PROFILE, SLOWEST, assert_scenario, by_scenario, run_node_suite, run_over_every_node
 from runner import run_suite
 from testbed.hosts import rootfs, scenarios
 
@@ -113,3 +113,7 @@ def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run,
     assert all(case[2] and case[3] for case in cases), cases[:3]
     assert cases == _junit_cases(report_dir / "junit.xml")
     assert _last_line(direct_proc) == _last_line(proc), (direct_proc.stdout[-500:], proc.stdout[-500:])
+    # a check's wait for its host's probe is its setup's time, as the node fixture's under pytest
+    for run in (direct_proc, proc):
+        slowest = run.stdout.split(f"slowest {SLOWEST} durations", 1)[-1]
+        assert re.search(r"(?m)^\d+\.\d+s setup +tests/node/", slowest), run.stdout[-3000:]
