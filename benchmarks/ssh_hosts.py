@@ -172,6 +172,7 @@ def main() -> int:
             collects: list[float] = []
             alone: list[float] = []
             alone_collects: list[float] = []
+            folder: Path | None = None
             busy: list[float] = []
             for r in range(args.rounds):
                 (busy0, all0), (b_wall, b_cpu), (busy1, all1) = _busy(), timed(lambda: bound(nodes, script, parallel)), _busy()
@@ -181,8 +182,10 @@ def main() -> int:
                 c_wall, c_cpu = timed(lambda: collected.append(collect_only(nodes, args.profile)))
                 collects.append(c_wall)
                 cpus = (os.cpu_count() or 1) * b_wall
-                folder = write_alone([f"ssh://{node.name}" for node in nodes.nodes], collected[0] // n,
-                                     Path(tmp) / f"alone-{r}")
+                if folder is None:  # written once, its bytecode cached by an untimed run as the suite's is
+                    folder = write_alone([f"ssh://{node.name}" for node in nodes.nodes], collected[0] // n,
+                                         Path(tmp) / "alone")
+                    pytest_alone(folder, collected[0], ["--collect-only"])
                 alone_collect, _ = timed(lambda: pytest_alone(folder, collected[0], ["--collect-only"]))
                 _, a_cpu = timed(lambda: pytest_alone(folder, collected[0], []))
                 alone.append((busy_s + a_cpu) / cpus)
