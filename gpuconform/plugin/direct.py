@@ -120,7 +120,7 @@ def _setup(item: pytest.Function) -> None:
         return values[name]
     reason = gating.blocked_by(item, value)
     if reason:
-        pytest.skip(reason)
+        gating.skip_check(reason)
     for name in item._fixtureinfo.argnames:
         value(name)
     item.funcargs = values

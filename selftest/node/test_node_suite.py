@@ -78,9 +78,10 @@ def test_hosts_from_the_profile(tmp_path_factory):
 
 def _junit_cases(path) -> list[tuple]:
     """Each testcase's name, file and line, outcome and message (an object's address, which
-    differs between two processes, left out), and properties."""
+    differs between two processes, left out), a skip's place and reason, and properties."""
     return [(c.get("classname"), c.get("name"), c.get("file"), c.get("line"),
-             *[(e.tag, re.sub(r" at 0x[0-9a-f]+", "", e.get("message") or "")) for e in c if e.tag != "properties"],
+             *[(e.tag, re.sub(r" at 0x[0-9a-f]+", "", e.get("message") or ""), e.text if e.tag == "skipped" else None)
+               for e in c if e.tag != "properties"],
              tuple((p.get("name"), p.get("value")) for p in c.iter("property")))
             for c in ET.parse(path).getroot().iter("testcase")]
 
@@ -98,7 +99,7 @@ def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run,
     their fixtures is set up by pytest (``--setup-show`` lists none), and a run with that module
     blocked (``-p no:gpuconform-direct``: every check set up by pytest) gives the same results
     (pass, fail, error, blocked, skipped), the same JUnit testcases (where each check is: its
-    file and line) and the same counts, over every scenario."""
+    file and line; where a skip is: its check's) and the same counts, over every scenario."""
     direct_proc, direct_results, direct_dir = node_suite_run
     report_dir = tmp_path_factory.mktemp("node-suite-no-direct")
     proc, results = run_over_every_node(ssh_nodes, report_dir, "-p", "no:gpuconform-direct")
@@ -111,6 +112,9 @@ def test_checks_run_directly_as_pytest_would_run_them(ssh_nodes, node_suite_run,
         [tuple(r[f] for f in RESULT_FIELDS) for r in results]
     cases = _junit_cases(direct_dir / "junit.xml")
     assert all(case[2] and case[3] for case in cases), cases[:3]
+    # a skip (blocked, or the profile's) is placed at its check, never at the gate or a fixture
+    skips = [e[2] for case in cases for e in case[4:-1] if e[0] == "skipped"]
+    assert skips and all(re.match(r"\S*/tests/node/test_\w+\.py:\d+: ", text) for text in skips), sorted(set(skips))[:5]
     assert cases == _junit_cases(report_dir / "junit.xml")
     assert _last_line(direct_proc) == _last_line(proc), (direct_proc.stdout[-500:], proc.stdout[-500:])
     # a check's wait for its host's probe is its setup's time, as the node fixture's under pytest
