@@ -107,7 +107,17 @@ def _durations_min(config: pytest.Config) -> float:
 
 def _setup(item: pytest.Function) -> None:
     """The values of the check's arguments, in ``item.funcargs`` once the gate let it run and all
-    are made (as pytest fills them: a check stopped in its setup has none)."""
+    are made (as pytest fills them: a check stopped in its setup has none). A skip on the way
+    ("blocked by", a profile without ``node:``) is placed at the check, as pytest places a skip
+    raised by a fixture (``_pytest/fixtures.py`` ``pytest_fixture_setup``), not at this module."""
+    try:
+        _make_values(item)
+    except pytest.skip.Exception as exc:
+        exc._use_item_location = True
+        raise
+
+
+def _make_values(item: pytest.Function) -> None:
     config, params = item.config, item.callspec.params
     host = params[PARAM]
     values = {name: params[name] for name in item.fixturenames if name in params}
@@ -120,7 +130,7 @@ def _setup(item: pytest.Function) -> None:
         return values[name]
     reason = gating.blocked_by(item, value)
     if reason:
-        gating.skip_check(reason)
+        pytest.skip(reason)
     for name in item._fixtureinfo.argnames:
         value(name)
     item.funcargs = values

@@ -119,7 +119,7 @@ def expectations(config: pytest.Config, host) -> profile_mod.NodeExpectations:
     """The ``expected`` of a check on ``host``: what the profile expects of it (defaults + matching groups)."""
     loaded: profile_mod.LoadedProfile = config.stash[keys.PROFILE]
     if loaded.profile.node is None:
-        gating.skip_check(f"profile {loaded.name} has no `node:` section")
+        pytest.skip(f"profile {loaded.name} has no `node:` section")
     return loaded.node_for(host_label(host), host.backend.get_pytest_id())
 
 
@@ -160,7 +160,7 @@ def run_fixtures(config: pytest.Config) -> types.ModuleType:
         item = setting_up(config)
         reason = gating.blocked_by(item, item._request.getfixturevalue)
         if reason:
-            gating.skip_check(reason)
+            pytest.skip(reason)
 
     @pytest.fixture(scope="module")
     def _gpuconform_host():

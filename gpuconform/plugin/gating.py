@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import inspect
 from pathlib import Path
-from typing import Callable, NoReturn
+from typing import Callable
 
 import pytest
 
@@ -57,13 +57,6 @@ def register(layer: LayerGate) -> LayerGate:
 def blocked(check_id: str, rule: str, why: object) -> str:
     """The one wording of a blocked result."""
     return f"blocked by {check_id} ({rule}): {why}"
-
-
-def skip_check(reason: str) -> NoReturn:
-    """Skip the check being set up (blocked, or a profile that asks nothing of it), reported at the
-    check's own file and line as pytest reports a skip mark: the terminal's summary, JUnit and the
-    HTML page point at the check, not at the fixture or gate that decided it."""
-    raise pytest.skip.Exception(reason, _use_item_location=True)
 
 
 @functools.cache

@@ -11,7 +11,7 @@ from gpuconform.cluster import nodes
 from gpuconform.cluster.errors import ClusterError
 from gpuconform.node.facts import CannotTell
 from gpuconform.once import Once
-from gpuconform.plugin import gating, params
+from gpuconform.plugin import params
 from gpuconform.plugin.cluster_fixtures import cluster_run
 from gpuconform.plugin.fixtures import setting_up
 from gpuconform.plugin.keys import PROFILE
@@ -93,8 +93,8 @@ def _nothing_to_judge(_gpuconform_config: pytest.Config, cluster_expected):
     request = setting_up(_gpuconform_config)._request
     if getattr(getattr(request.node, "callspec", None), "params", {}).get("mig_resource") == NO_MIG:
         cluster = request.getfixturevalue("cluster")
-        gating.skip_check(_mig_should_be_offered(cluster, cluster_expected, request.getfixturevalue("expected_mig"))
-                          or _why_no_mig(cluster, cluster_expected))
+        pytest.skip(_mig_should_be_offered(cluster, cluster_expected, request.getfixturevalue("expected_mig"))
+                    or _why_no_mig(cluster, cluster_expected))
 
 
 def _mig_should_be_offered(cluster, cluster_expected, expected_mig) -> str | None:
@@ -176,7 +176,7 @@ def vectoradd_on_gpu(workloads: Workloads, cluster, expected_mig, _pod_runs: Onc
     whole GPU offered: blocked by cluster.mig.allocatable where the platform should offer one,
     skipped where the profile's platform offers none."""
     if not nodes.whole_gpus_offered(cluster.gpu_nodes()):
-        gating.skip_check(no_whole_gpu(cluster.gpu_nodes(), expected_mig))
+        pytest.skip(no_whole_gpu(cluster.gpu_nodes(), expected_mig))
     return vectoradd_run(workloads, _pod_runs, evidence, "nvidia.com/gpu")
 
 

@@ -36,7 +36,7 @@ def kubeflow_expected(_gpuconform_config: pytest.Config) -> KubeflowExpectations
     """What the profile expects of Kubeflow (profile ``kubeflow:``)."""
     exp = _gpuconform_config.stash[keys.PROFILE].profile.kubeflow
     if exp.url is None:
-        gating.skip_check("the profile has no kubeflow.url: no Kubeflow to check")
+        pytest.skip("the profile has no kubeflow.url: no Kubeflow to check")
     return exp
 
 
@@ -56,8 +56,8 @@ def kf(_gpuconform_config: pytest.Config, kubeflow_expected: KubeflowExpectation
 def kubeflow_ingress(kubeflow_expected: KubeflowExpectations) -> KubeflowIngress:
     """The Ingress the profile declares (kubeflow.ingress); the check skips when it declares none."""
     if kubeflow_expected.ingress is None:
-        gating.skip_check("the profile declares no kubeflow.ingress: no Ingress to check "
-                          "(kubeflow/manifests' example install has none)")
+        pytest.skip("the profile declares no kubeflow.ingress: no Ingress to check "
+                    "(kubeflow/manifests' example install has none)")
     return kubeflow_expected.ingress
 
 
@@ -78,7 +78,7 @@ def kf_login(kf: KubeflowRun, kubeflow_expected: KubeflowExpectations) -> "login
     """The configured account's session; "blocked by kubeflow.login.session" when login failed."""
     result = kf.account_login(kubeflow_expected.account)  # a KubeflowError: "could not check"
     if isinstance(result, LoginFailed):
-        gating.skip_check(gating.blocked(LOGIN, "the configured account logs in", result))
+        pytest.skip(gating.blocked(LOGIN, "the configured account logs in", result))
     return result
 
 
