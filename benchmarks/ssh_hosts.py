@@ -25,10 +25,14 @@ Then, ``--rounds`` times and alternating:
   items, whatever the checks do. Its CPU floor is computed as the suite's; its collect-only process
   is a start with nothing of the suite in it (the suite runs its node checks more cheaply than
   pytest's usual protocol, plugin/direct.py, but reports each as pytest does).
+* pytest with the profile: the same folder collected with a conftest that only loads the run's
+  profile with the suite's loader (PyYAML, the pydantic models, and the probe's topics and parsers
+  they name), its modules loaded as the suite's plugin loads them: the least any node run's start
+  can cost, since every input is checked (one line, exit 4) before the first host is asked.
 
 Prints wall and CPU (children's user+system) of each, the ratio suite/bound per ``-n`` (median of
 the rounds) and beside it the ratio's CPU floor and pytest's alone, the collect-only process
-(median) and pytest's alone, and the size of the HTML and JSON reports, each with its goal beside it
+(median), pytest's alone and with the profile, and the size of the HTML and JSON reports, each with its goal beside it
 where there is one (issue #27: ratio <= 1.3 at 10 hosts and <= 1.1 at 100, collect <= 0.4 s at 10
 hosts; issue 14: 100-host HTML <= 3 MB). The goals are printed, never asserted: the figures depend
 on the machine and its load, printed first. The CPU floor is the least ratio this machine allows the
@@ -112,11 +116,16 @@ def collect_only(nodes: net.SshNodes, profile: str) -> int:
     return int(collected[1])
 
 
-def write_alone(hosts: list[str], per_host: int, folder: Path) -> Path:
+def write_alone(hosts: list[str], per_host: int, folder: Path, profile: str | None = None) -> Path:
     """A folder of ``per_host`` trivial checks on each of ``hosts`` (a module-scoped parameter, as
-    the suite's host), its own pytest rootdir."""
+    the suite's host), its own pytest rootdir; with ``profile``, a conftest that loads it as the
+    suite does and nothing more."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "pytest.ini").write_text("[pytest]\n")  # its own rootdir: nothing of the suite's settings
+    if profile is not None:  # loaded with the collector paused, as gpuconform/plugin/plugin.py loads it
+        (folder / "conftest.py").write_text(
+            f"from gpuconform import gcpause\n\nwith gcpause.paused():\n    from gpuconform import profile\n\n"
+            f"profile.load({profile!r})\n")
     checks = "\n\n".join(f"def test_check_{i}(host):\n    assert host" for i in range(per_host))
     (folder / "test_alone.py").write_text(
         f"import pytest\n\n\n@pytest.fixture(params={hosts!r}, scope='module')\ndef host(request):\n"
@@ -172,7 +181,9 @@ def main() -> int:
             collects: list[float] = []
             alone: list[float] = []
             alone_collects: list[float] = []
+            profile_collects: list[float] = []
             folder: Path | None = None
+            with_profile: Path | None = None
             busy: list[float] = []
             for r in range(args.rounds):
                 (busy0, all0), (b_wall, b_cpu), (busy1, all1) = _busy(), timed(lambda: bound(nodes, script, parallel)), _busy()
@@ -186,14 +197,20 @@ def main() -> int:
                     folder = write_alone([f"ssh://{node.name}" for node in nodes.nodes], collected[0] // n,
                                          Path(tmp) / "alone")
                     pytest_alone(folder, collected[0], ["--collect-only"])
+                    with_profile = write_alone([f"ssh://{node.name}" for node in nodes.nodes], collected[0] // n,
+                                               Path(tmp) / "alone-profile", args.profile)
+                    pytest_alone(with_profile, collected[0], ["--collect-only"])
                 alone_collect, _ = timed(lambda: pytest_alone(folder, collected[0], ["--collect-only"]))
+                profile_collect, _ = timed(lambda: pytest_alone(with_profile, collected[0], ["--collect-only"]))
+                profile_collects.append(profile_collect)
                 _, a_cpu = timed(lambda: pytest_alone(folder, collected[0], []))
                 alone.append((busy_s + a_cpu) / cpus)
                 alone_collects.append(alone_collect)
                 line = (f"  {n:4d} hosts round {r + 1}: bound {b_wall:6.1f} s wall {b_cpu:6.1f} s CPU, machine "
                         f"{busy[-1]:.0%} busy"
                         f" | collect {c_wall:5.2f} s wall {c_cpu:5.2f} s CPU"
-                        f" | pytest alone {collected[0]} checks: collect {alone_collect:5.2f} s wall, run "
+                        f" | pytest alone {collected[0]} checks: collect {alone_collect:5.2f} s wall "
+                        f"({profile_collect:5.2f} s with the profile), run "
                         f"{a_cpu:5.1f} s CPU (CPU floor {alone[-1]:.2f})")
                 for w in workers:
                     report_dir = Path(tmp) / f"reports-n{w}-{r}"
@@ -211,7 +228,8 @@ def main() -> int:
             print(f"{n:4d} hosts: ratio suite/bound {medians} (median of {args.rounds}){goal(ratio_goal)}, "
                   f"pytest alone's CPU floor {statistics.median(alone):.2f}; "
                   f"collect-only process {statistics.median(collects):.2f} s{goal(collect_goal)}, "
-                  f"pytest alone's {statistics.median(alone_collects):.2f} s; "
+                  f"pytest alone's {statistics.median(alone_collects):.2f} s, "
+                  f"with the profile {statistics.median(profile_collects):.2f} s; "
                   f"report HTML {html.stat().st_size / 1e6:.2f} MB{goal(html_goal)}, "
                   f"JSON {data.stat().st_size / 1e6:.2f} MB; machine {statistics.median(busy):.0%} busy during the "
                   f"bound; load {os.getloadavg()[0]:.1f}", flush=True)

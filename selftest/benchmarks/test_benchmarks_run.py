@@ -21,7 +21,8 @@ TINY = {
                         r"(?m)^\s+3\s+\d+\s+\d+\s+[\d.]+\s+[\d.]+\s+[\d.]+(.|\n)*^cluster synthetic\s+30\s+\d+(\s+[\d.]+ \(\s*\d+\)){3}$"),
     "ssh_hosts.py": (["--hosts", "2", "--rounds", "1"], r"2 hosts: ratio suite/bound -n 0 [\d.]+ \(median of 1\), "
                                                         r"pytest alone's CPU floor [\d.]+; collect-only process "
-                                                        r"[\d.]+ s, pytest alone's [\d.]+ s"),
+                                                        r"[\d.]+ s, pytest alone's [\d.]+ s, with the "
+                                                        r"profile [\d.]+ s"),
 }
 
 
