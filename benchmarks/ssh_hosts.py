@@ -32,15 +32,15 @@ Then, ``--rounds`` times and alternating:
 
 Prints wall and CPU (children's user+system) of each, the ratio suite/bound per ``-n`` (median of
 the rounds) and beside it the ratio's CPU floor and pytest's alone, the collect-only process
-(median), pytest's alone and with the profile, and the size of the HTML and JSON reports, each with its goal beside it
-where there is one (issue #27: ratio <= 1.3 at 10 hosts and <= 1.1 at 100, collect <= 0.4 s at 10
-hosts; issue 14: 100-host HTML <= 3 MB). The goals are printed, never asserted: the figures depend
-on the machine and its load, printed first. The CPU floor is the least ratio this machine allows the
-suite's CPU: the busy CPU time of the bound plus the suite's CPU beyond the bound's, over all the
-machine's CPUs for the bound's wall. Where the hosts keep every CPU busy (no cap) it is above 1 and
-no runner of that CPU can do better; under ``--host-cpus`` idle CPU takes the runner's work and it
-falls below 1. Needs root (network namespaces); take turns with other SSH beds (``flock
-/tmp/gpuc-hosts.lock``).
+(median) and pytest's alone and with the profile, and the size of the HTML and JSON reports, each
+with its goal beside it where there is one (issue #27: ratio <= 1.3 at 10 hosts and <= 1.1 at 100,
+collect <= 0.4 s at 10 hosts; issue 14: 100-host HTML <= 3 MB). The goals are printed, never
+asserted: the figures depend on the machine and its load, printed first. The CPU floor is the least
+ratio this machine allows the suite's CPU: the busy CPU time of the bound plus the suite's CPU
+beyond the bound's, over all the machine's CPUs for the bound's wall. Where the hosts keep every CPU
+busy (no cap) it is above 1 and no runner of that CPU can do better; under ``--host-cpus`` idle CPU
+takes the runner's work and it falls below 1. Needs root (network namespaces); take turns with other
+SSH beds (``flock /tmp/gpuc-hosts.lock``).
 """
 from __future__ import annotations
 
@@ -193,13 +193,12 @@ def main() -> int:
                 c_wall, c_cpu = timed(lambda: collected.append(collect_only(nodes, args.profile)))
                 collects.append(c_wall)
                 cpus = (os.cpu_count() or 1) * b_wall
-                if folder is None:  # written once, its bytecode cached by an untimed run as the suite's is
-                    folder = write_alone([f"ssh://{node.name}" for node in nodes.nodes], collected[0] // n,
-                                         Path(tmp) / "alone")
-                    pytest_alone(folder, collected[0], ["--collect-only"])
-                    with_profile = write_alone([f"ssh://{node.name}" for node in nodes.nodes], collected[0] // n,
-                                               Path(tmp) / "alone-profile", args.profile)
-                    pytest_alone(with_profile, collected[0], ["--collect-only"])
+                if folder is None:  # written once, their bytecode cached by an untimed run as the suite's is
+                    names = [f"ssh://{node.name}" for node in nodes.nodes]
+                    folder = write_alone(names, collected[0] // n, Path(tmp) / "alone")
+                    with_profile = write_alone(names, collected[0] // n, Path(tmp) / "alone-profile", args.profile)
+                    for written in (folder, with_profile):
+                        pytest_alone(written, collected[0], ["--collect-only"])
                 alone_collect, _ = timed(lambda: pytest_alone(folder, collected[0], ["--collect-only"]))
                 profile_collect, _ = timed(lambda: pytest_alone(with_profile, collected[0], ["--collect-only"]))
                 profile_collects.append(profile_collect)
