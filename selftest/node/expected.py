@@ -99,6 +99,20 @@ EXPECTED: dict[str, Expect] = {
         "node.containerd.nvidia_runtime": r"/usr/local/nvidia/toolkit/nvidia-container-runtime.*"
                                           r"expected '/usr/bin/nvidia-container-runtime'"},
         blocked=frozenset({"node.containerd.nvidia_default"})),
+    # the GPU Operator's driver container provides the driver: nothing the profile's host driver
+    # needs is on the host (DKMS, nvidia-smi, device nodes in /dev, the daemons' units and packages)
+    "driver-container": Expect({
+        "node.dkms.nvidia_installed": r"dkms is not installed on the host",
+        "node.driver.device_nodes": r"missing device nodes: /dev/nvidiactl",
+        "node.smi.runs": r"not installed on the host: its driver is the GPU Operator's driver container's "
+                         r"\(driver-ready: IS_HOST_DRIVER=false, NVIDIA_DRIVER_ROOT=/run/nvidia/driver\)",
+        "node.fabricmanager.version": r"no fabric manager package is installed",
+        "node.fabricmanager.active": r"nvidia-fabricmanager\.service is inactive \(dead\), not-found",
+        "node.operator.validations": r"IS_HOST_DRIVER=false: the validator validated a driver container",
+        "node.persistenced.enabled": r"nvidia-persistenced\.service is not-found",
+        "node.persistenced.active": r"nvidia-persistenced\.service is inactive \(dead\), not-found"},
+        blocked=frozenset({"node.gpu.count", "node.gpu.product", "node.smi.driver_version",
+                           "node.gpu.persistence_mode", "node.mig.mode"})),
     "containerd-no-nvidia-runtime": Expect({"node.containerd.nvidia_runtime": r"nvidia"},
                                            blocked=frozenset({"node.containerd.nvidia_default"})),
     "containerd-not-default": Expect({"node.containerd.nvidia_default": r"runc"}),

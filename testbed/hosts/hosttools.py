@@ -45,7 +45,10 @@ def install(r: Root, s: Scenario) -> None:
         failed = bool(s.dcgm_failures)
         r.script("/usr/bin/dcgmi", _canned("dcgmi", [("diag*-r*1*-j*", _dcgm_diag_json(s), "", 226 if failed else 0)],
                                            "dcgmi: only `diag -r 1 -j` is simulated"))
-    _install(r, "nvidia-smi", "/usr/bin/nvidia-smi")
+    driver = s.driver_root or ""  # the driver's own files: on the host, or in the driver container's rootfs
+    _install(r, "nvidia-smi", f"{driver}/usr/bin/nvidia-smi")
+    if s.driver_root:  # what the validator preloads to run that nvidia-smi (gpu-operator internal/driver/root.go)
+        r.write(f"{driver}/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", b"\x7fELF simulated libnvidia-ml\n")
 
     if s.dkms is not None:
         r.write(f"{STATE}/dkms/version", s.dkms.version + "\n")
@@ -98,7 +101,7 @@ def install(r: Root, s: Scenario) -> None:
     _ld(r, s)
 
     if s.fabricmanager_version:
-        r.script("/usr/bin/nv-fabricmanager", _canned("nv-fabricmanager", [
+        r.script(f"{driver}/usr/bin/nv-fabricmanager", _canned("nv-fabricmanager", [
             ("-v|--version", f"Fabric Manager version is : {s.fabricmanager_version}\n", "", 0)],
             "nv-fabricmanager: use --version (simulated)"))
     if s.toolkit_version:

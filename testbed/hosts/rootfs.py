@@ -123,8 +123,9 @@ def _etc(r: Root, s: Scenario) -> None:
     for path, content in s.modprobe_files.items():
         r.write(path, content)
     r.dir("/etc/modprobe.d")
-    r.write("/etc/modprobe.d/nvidia.conf" if s.package_format == "rpm" else
-            "/etc/modprobe.d/nvidia-graphics-drivers-kms.conf", "options nvidia-drm modeset=1\n")
+    if s.driver_root is None:  # the host driver package's file
+        r.write("/etc/modprobe.d/nvidia.conf" if s.package_format == "rpm" else
+                "/etc/modprobe.d/nvidia-graphics-drivers-kms.conf", "options nvidia-drm modeset=1\n")
     for path, content in containerd_configs.files(s).items():
         r.write(path, content)
     for path, content in s.cdi_specs.items():
@@ -184,15 +185,16 @@ def _dev(r: Root, s: Scenario) -> None:
     r.chardev("/dev/zero", 1, 5)
     r.chardev("/dev/urandom", 1, 9, 0o666)
     r.chardev("/dev/tty", 5, 0)
+    dev = f"{s.driver_root or ''}/dev"  # NVIDIA's nodes: the host's, or the driver container's (model.py)
     if "nvidia" in s.loaded:
-        r.chardev("/dev/nvidiactl", NVIDIA_MAJOR, 255)
+        r.chardev(f"{dev}/nvidiactl", NVIDIA_MAJOR, 255)
         for gpu in s.gpus:
-            r.chardev(f"/dev/nvidia{gpu.index}", NVIDIA_MAJOR, gpu.index)
+            r.chardev(f"{dev}/nvidia{gpu.index}", NVIDIA_MAJOR, gpu.index)
     if "nvidia_modeset" in s.loaded:
-        r.chardev("/dev/nvidia-modeset", NVIDIA_MAJOR, 254)
+        r.chardev(f"{dev}/nvidia-modeset", NVIDIA_MAJOR, 254)
     if "nvidia_uvm" in s.loaded:
-        r.chardev("/dev/nvidia-uvm", UVM_MAJOR, 0)
-        r.chardev("/dev/nvidia-uvm-tools", UVM_MAJOR, 1)
+        r.chardev(f"{dev}/nvidia-uvm", UVM_MAJOR, 0)
+        r.chardev(f"{dev}/nvidia-uvm-tools", UVM_MAJOR, 1)
 
 
 def _kernel_tree(r: Root, s: Scenario) -> None:
@@ -223,7 +225,8 @@ def _initramfs_files(s: Scenario) -> list[str]:
     mods = f"usr/lib/modules/{s.kernel}" if rhel else f"lib/modules/{s.kernel}"  # dracut vs initramfs-tools
     ko = "ko.xz" if rhel else "ko"
     files = [
-        "etc/modprobe.d/nvidia.conf" if rhel else "etc/modprobe.d/nvidia-graphics-drivers-kms.conf",
+        *([("etc/modprobe.d/nvidia.conf" if rhel else "etc/modprobe.d/nvidia-graphics-drivers-kms.conf")]
+          if s.driver_root is None else []),
         f"{mods}/kernel/drivers/md/dm-mod.{ko}",
         f"{mods}/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.{ko}",
         f"{mods}/kernel/fs/xfs/xfs.{ko}",

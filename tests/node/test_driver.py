@@ -29,10 +29,17 @@ def test_device_nodes(node, expected):
     assert not missing, f"missing device nodes: {', '.join(missing)}"
 
 
+def _driver_elsewhere(node) -> str:
+    """Where the host's driver is, when the GPU Operator's validator found it in its driver container."""
+    root = node.driver_container_root
+    return (f": its driver is the GPU Operator's driver container's (driver-ready: IS_HOST_DRIVER=false, "
+            f"NVIDIA_DRIVER_ROOT={root}), not one installed on the host as the profile declares") if root else ""
+
+
 @check("node.smi.runs", **driver.SMI_RUNS, needs=["node.driver.modules_loaded"])
 def test_nvidia_smi_runs(node):
     """`nvidia-smi --query-gpu=... --format=csv,noheader` exits 0."""
-    assert node.tool("nvidia-smi"), "nvidia-smi is not installed on the host"
+    assert node.tool("nvidia-smi"), f"nvidia-smi is not installed on the host{_driver_elsewhere(node)}"
     sec = node.smi
     assert sec.timed_out_s is None, f"nvidia-smi {sec.failure}"
     assert sec.ok, f"nvidia-smi failed (exit {sec.rc}): {(sec.out or sec.err).strip().splitlines()[0] if (sec.out or sec.err).strip() else ''}"

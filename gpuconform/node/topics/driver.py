@@ -89,8 +89,12 @@ DRIVER_DEVICE_NODES: CheckText = {
 SMI_RUNS: CheckText = {
     "title": "nvidia-smi runs and talks to the driver",
     "fix": "install the NVIDIA utilities matching the driver; 'couldn't communicate with the NVIDIA driver' "
-           "means the kernel module and user-space versions differ or the module is not loaded",
-    "evidence": ["smi_gpus"],
+           "means the kernel module and user-space versions differ or the module is not loaded. Where the "
+           "GPU Operator's driver container provides the driver (driver-ready: IS_HOST_DRIVER=false), install "
+           "none on the host beside it: the node layer judges a driver installed on the host (driver.install), "
+           "so either set the ClusterPolicy's driver.enabled=false and install the profile's driver on the "
+           "host, or judge that pool with the cluster layer only (pytest -m cluster)",
+    "evidence": ["smi_gpus", "validations"],
 }
 
 GPU_COUNT: CheckText = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from functools import cached_property
 
+from gpuconform.errors import CannotTell
 from gpuconform.node.topic import Base, CheckText, Step
 
 STEPS = (
@@ -43,6 +44,20 @@ class Facts(Base):
     @cached_property
     def operator_validations(self) -> Validations:
         return parse_validations(self.section("validations").out)
+
+    @cached_property
+    def driver_container_root(self) -> str | None:
+        """Where the GPU Operator's driver container provides this host's driver, as its validator
+        found it (driver-ready: IS_HOST_DRIVER=false, NVIDIA_DRIVER_ROOT; gpu-operator
+        cmd/nvidia-validator/main.go runValidation); None where it found a host driver, wrote nothing
+        or the probe did not say."""
+        try:
+            driver = self.operator_validations.driver
+        except CannotTell:
+            return None
+        if driver.get("IS_HOST_DRIVER") != "false":
+            return None
+        return driver.get("NVIDIA_DRIVER_ROOT") or "(unset)"
 
 
 # -- the checks' words (their checks: tests/node/test_operator_validator.py)

@@ -205,6 +205,29 @@ def _toolkit_from_operator(s: Scenario) -> None:
     s.packages = [p for p in s.packages if p.name != "nvidia-container-toolkit"]
 
 
+@fault("driver-container", "the driver comes from the GPU Operator's driver container (the chart's default, "
+                           "driver.enabled: true), not installed on the host as the profile declares")
+def _driver_container(s: Scenario) -> None:
+    # NVIDIA/gpu-operator cmd/nvidia-validator/main.go: defaultDriverInstallDir "/run/nvidia/driver";
+    # runValidation finds no nvidia-smi on the host, validates the container's and writes driver-ready
+    # with IS_HOST_DRIVER=false and the container's roots (getDriverInfo, cmd/nvidia-validator/driver.go:
+    # the dev root is the driver root, which has a /dev)
+    s.driver_root = "/run/nvidia/driver"
+    s.operator_validations = {**(s.operator_validations or {}), "driver-ready": (
+        "IS_HOST_DRIVER=false\nNVIDIA_DRIVER_ROOT=/run/nvidia/driver\nDRIVER_ROOT_CTR_PATH=/driver-root\n"
+        "NVIDIA_DEV_ROOT=/run/nvidia/driver\nDEV_ROOT_CTR_PATH=/driver-root\n")}
+    # Nothing of the driver is on the host: no DKMS build and no nvidia.ko under its /lib/modules (the
+    # container builds or ships its modules and loads them, NVIDIA/gpu-driver-container
+    # ubuntu24.04/nvidia-driver _load_driver), no fabric manager package and no units: the container
+    # starts nvidia-persistenced and, on NVSwitch systems, nv-fabricmanager itself (_start_daemons),
+    # seen in the host's /proc (the DaemonSet's hostPID: true, gpu-operator
+    # assets/state-driver/0500_daemonset.yaml)
+    s.dkms = None
+    s.modinfo_nvidia = False
+    s.packages = [p for p in s.packages if p.name not in ("dkms", "nvidia-fabric-manager")]
+    s.units = [u for u in s.units or [] if u.name not in ("nvidia-persistenced.service", "nvidia-fabricmanager.service")]
+
+
 @fault("cdi-specs-missing-debian", "CDI node after a reboot: /var/run is a tmpfs, nvidia-cdi-refresh "
                                    "did not run and the device plugin has not rewritten its spec", on="cdi-debian")
 def _cdi_specs_missing(s: Scenario) -> None:

@@ -175,6 +175,13 @@ class Scenario:
     cuda_version: str = "13.0"
     uptime_s: float = 200000.0                  # /proc/uptime: the kernel log's clock
     dcgm_failures: dict[str, tuple[int, str]] | None = None   # dcgmi installed: failing test -> (GPU, info)
+    # Where the GPU Operator's driver container provides the driver: its rootfs as the host sees it
+    # (NVIDIA/gpu-driver-container ubuntu24.04/nvidia-driver _mount_rootfs: `mount --rbind /
+    # /run/nvidia/driver`), with nvidia-smi, libnvidia-ml.so.1 and nv-fabricmanager in it and the
+    # device nodes under its /dev (NVIDIA/gpu-operator internal/driver/root.go GetDevRoot: the driver
+    # root when it has a /dev; cmd/nvidia-validator/main.go createDevCharSymlinks creates the nodes
+    # there). None: the driver is installed on the host.
+    driver_root: str | None = None
     # the GPU Operator validator's status files (gpu-operator validator/main.go), None: no operator
     operator_validations: dict[str, str] | None = dataclasses.field(default_factory=lambda: {
         "driver-ready": "IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\n"
