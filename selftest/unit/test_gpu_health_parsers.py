@@ -70,3 +70,16 @@ def test_only_hosts_whose_profile_opts_in_get_the_dcgm_diagnostic():
     assert "GPUC_DCGM=1\n" in script("t", 60, "dcgm-good")
     for others in (script("t", 60, "gpu-1"), script("t", 60)):
         assert "GPUC_DCGM=" in others and "GPUC_DCGM=1" not in others and "GPUC_DCGM=2" not in others
+
+
+def test_driver_container_root_only_where_the_validator_found_the_container():
+    from gpuconform.node import probe
+    from gpuconform.node.facts import NodeFacts
+
+    def facts(validations: str | None) -> NodeFacts:
+        return NodeFacts("h", {} if validations is None else {"validations": probe.Section(0, validations, "")})
+    container = "ready driver-ready\ndriver IS_HOST_DRIVER=false\ndriver NVIDIA_DRIVER_ROOT=/run/nvidia/driver\n"
+    assert facts(container).driver_container_root == "/run/nvidia/driver"
+    assert facts("ready driver-ready\ndriver IS_HOST_DRIVER=true\ndriver NVIDIA_DRIVER_ROOT=/\n").driver_container_root is None
+    assert facts("").driver_container_root is None       # no operator on the host
+    assert facts(None).driver_container_root is None     # the probe never got there: nothing to add, not an error
